@@ -1,0 +1,200 @@
+"""The command line: arguments → one library call → render → exit code. No domain logic."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from typing import Any, Callable
+
+import click
+
+from . import errors
+from .errors import ObsrepoError, UsageError
+
+FORMATS = click.Choice(["text", "json"])
+
+
+def _emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, sort_keys=False))
+
+
+def handled(func: Callable[..., int]) -> Callable[..., None]:
+    """The one place where errors become output and exit codes."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        as_json = kwargs.get("output_format") == "json"
+        try:
+            code = func(*args, **kwargs)
+        except ObsrepoError as exc:
+            _report_error(exc, as_json)
+            code = exc.exit_code
+        except click.exceptions.Exit:
+            raise
+        except KeyboardInterrupt:
+            code = 130
+        except Exception as exc:  # a bug: still one envelope, never a traceback
+            failure = ObsrepoError(f"internal error: {type(exc).__name__}: {exc}", code=errors.INTERNAL_ERROR)
+            if os.environ.get("OBSREPO_DEBUG"):
+                raise
+            _report_error(failure, as_json)
+            code = errors.EXIT_INTERNAL
+        sys.exit(code)
+
+    return wrapper
+
+
+def _report_error(exc: ObsrepoError, as_json: bool) -> None:
+    if as_json:
+        _emit_json(exc.envelope())
+        return
+    issues = exc.details.get("issues")
+    if issues:
+        for issue in issues:
+            click.echo(f"{issue['path']}:{issue['line']}:{issue['col']} {issue['code']} {issue['message']} [{issue['rule']}]", err=True)
+    else:
+        click.echo(f"error: {exc.code}: {exc.message}", err=True)
+
+
+class _Group(click.Group):
+    """Usage errors from click become VALIDATION_ERROR with exit 2 (and JSON when asked)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D401
+        kwargs["standalone_mode"] = False
+        argv = kwargs.get("args") or sys.argv[1:]
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            sys.exit(130)
+        except click.ClickException as exc:
+            param = getattr(getattr(exc, "param", None), "opts", None)
+            failure = UsageError(exc.format_message(), parameter=param[0] if param else None)
+            _report_error(failure, _wants_json(argv))
+            sys.exit(errors.EXIT_USAGE)
+
+
+def _wants_json(argv: list[str]) -> bool:
+    for i, arg in enumerate(argv):
+        if arg == "--format=json" or (arg == "--format" and i + 1 < len(argv) and argv[i + 1] == "json"):
+            return True
+    return False
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="obsrepo")
+def main() -> None:
+    """obsrepo: a git repository as a database of observations."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--base", metavar="REV", help="Check immutability against REV (its merge base with HEAD).")
+@click.option("--staged", is_flag=True, help="Check git's index against HEAD (for pre-commit).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
+@handled
+def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format: str) -> int:
+    """Validate documents and repository rules; exit 1 when problems are found."""
+    from .check import CheckRequest, run_check
+    from .render import render_report
+
+    report = run_check(CheckRequest(os.getcwd(), paths, base, staged))
+    render_report(report, output_format)
+    return errors.EXIT_OK if report.ok else errors.EXIT_PROBLEMS
+
+
+@main.command()
+@click.option("--json", "json_input", metavar="FILE", help="Read a JSON object (front matter + optional body) from FILE, or - for stdin.")
+@click.option("--source", help="Who observed: agent/x, agent:x, plugin:telegram, human/alice …")
+@click.option("--event", help="One line: what was observed.")
+@click.option("--type", "type_", help="Event kind, e.g. task.updated.")
+@click.option("--timestamp", help="ISO 8601 with a timezone (default: now, UTC).")
+@click.option("--scope", multiple=True, help="A scope id (repeatable).")
+@click.option("--entity", help="The entity the facts are about: <type>/<key>.")
+@click.option("--field", "fields", multiple=True, metavar="KEY=VALUE", help="A fact about --entity (repeatable; VALUE is JSON when it parses, else text).")
+@click.option("--priority", type=int)
+@click.option("--specificity", type=float)
+@click.option("--corrects", multiple=True, metavar="ID")
+@click.option("--retracts", multiple=True, metavar="ID")
+@click.option("--relation", "relations", multiple=True, metavar="TYPE=TARGET", help="e.g. PART_OF=company/acme (repeatable).")
+@click.option("--tenant", metavar="org=…,project=…", help="Ownership: org, project, agent, user.")
+@click.option("--classification", type=click.Choice(["public", "internal", "confidential", "restricted"]))
+@click.option("--source-ref")
+@click.option("--interpretation")
+@click.option("--trace-ref")
+@click.option("--data", metavar="JSON", help="Any JSON payload.")
+@click.option("--body", help="Markdown body; - reads it from stdin.")
+@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True)
+@handled
+def new(json_input: str | None, output_format: str, **options: Any) -> int:
+    """Write one new observation and print its path."""
+    from .new import create, parse_json_object
+
+    if json_input is not None:
+        text = sys.stdin.read() if json_input == "-" else open(json_input, encoding="utf-8").read()
+        front = parse_json_object(text, "--json")
+        body = front.pop("body", "") or ""
+        if not isinstance(body, str):
+            raise errors.InputError("body must be a string", parameter="body")
+    else:
+        front, body = _front_from_flags(options)
+        if body == "-":
+            body = sys.stdin.read()
+    created = create(_root(), front, body)
+    if output_format == "json":
+        _emit_json(created.as_dict())
+    else:
+        click.echo(created.path)
+    return errors.EXIT_OK
+
+
+def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    from .new import parse_field
+
+    for required in ("source", "event"):
+        if not options.get(required):
+            raise UsageError(f"--{required} is required (or give --json)", parameter=f"--{required}")
+    front: dict[str, Any] = {"source": options["source"], "event": options["event"]}
+    simple = {"type_": "type", "timestamp": "timestamp", "entity": "entity", "priority": "priority",
+              "specificity": "specificity", "classification": "classification", "source_ref": "source_ref",
+              "interpretation": "interpretation", "trace_ref": "trace_ref"}
+    for option, key in simple.items():
+        if options.get(option) is not None:
+            front[key] = options[option]
+    if options["scope"]:
+        front["scope"] = list(options["scope"])
+    if options["fields"]:
+        front["fields"] = dict(parse_field(f) for f in options["fields"])
+    for key in ("corrects", "retracts"):
+        if options[key]:
+            front[key] = list(options[key])
+    if options["relations"]:
+        pairs = [r.partition("=") for r in options["relations"]]
+        if any(not sep for _, sep, _ in pairs):
+            raise UsageError("--relation expects TYPE=TARGET", parameter="--relation")
+        front["relations"] = [{"type": t, "target": target} for t, _, target in pairs]
+    if options["tenant"]:
+        front["tenant"] = parse_tenant(options["tenant"], "--tenant")
+    if options["data"] is not None:
+        front["data"] = parse_field(f"data={options['data']}")[1]
+    return front, options.get("body") or ""
+
+
+def parse_tenant(text: str, parameter: str) -> dict[str, str]:
+    binding: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.strip().partition("=")
+        if not sep or key not in ("org", "project", "agent", "user") or not value or key in binding:
+            raise UsageError(f"{parameter} expects org=…[,project=…,agent=…,user=…], got '{text}'", parameter=parameter)
+        binding[key] = value
+    return binding
+
+
+def _root() -> str:
+    from .gitstore import Git
+
+    git = Git.discover(os.getcwd())
+    return git.root if git else os.getcwd()

@@ -1,0 +1,293 @@
+"""Bytes → front matter + body, with the strict YAML policy of DESIGN §2 and §8.
+
+The YAML is read by libyaml's event parser (PyYAML's C extension) and composed here, so
+that the policy sees every anchor, alias, tag, key and scalar style with its position:
+
+* plain scalars follow a JSON-compatible subset: `true`/`false`, `null`/`~`/empty, and
+  numbers of the JSON grammar are typed; every other plain scalar (`no`, `on`, `0755`,
+  `1:10`, `.inf`, `2026-02-13`) stays the string that was written;
+* quoted and block scalars are always strings; mapping keys are always strings as written;
+* anchors, aliases, tags, merge keys, complex keys, duplicate keys, directives and
+  multiple documents are refused, so nothing is ever expanded or constructed;
+* nesting is bounded (the top-level mapping is level 1) and so are sizes.
+
+Nothing here touches git or disk, and nothing raises on bad input: problems are returned.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from yaml import MarkedYAMLError, YAMLError
+from yaml import events as ev
+
+try:  # the C parser is what makes the policy affordable; the pure one is a fallback
+    from yaml._yaml import CParser as _Parser
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml.parser import Parser as _PyParser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    class _Parser(Reader, Scanner, _PyParser):  # type: ignore[no-redef]
+        def __init__(self, stream: str) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            _PyParser.__init__(self)
+
+        def dispose(self) -> None:
+            pass
+
+
+from .errors import VALIDATION_ERROR
+from .report import Issue
+
+MAX_DOCUMENT_BYTES = 1024 * 1024
+MAX_FRONT_MATTER_BYTES = 256 * 1024
+MAX_DEPTH = 32
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_BOM = b"\xef\xbb\xbf"
+
+Loc = tuple[int, int]
+
+
+@dataclass
+class Document:
+    """A parsed document. `front` is None when the front matter could not be read."""
+
+    path: str
+    front: dict[str, Any] | None
+    body: str
+    issues: list[Issue] = field(default_factory=list)
+    locs: dict[tuple, Loc] = field(default_factory=dict)
+    body_line: int = 1
+
+    def loc(self, key_path: tuple) -> Loc:
+        """Where the value at `key_path` was written, or its nearest written ancestor."""
+        while key_path:
+            hit = self.locs.get(key_path)
+            if hit is not None:
+                return hit
+            key_path = key_path[:-1]
+        return (1, 1)
+
+
+def _issue(path: str, line: int, col: int, rule: str, message: str) -> Issue:
+    return Issue(path, line, col, VALIDATION_ERROR, rule, message)
+
+
+def read_document(path: str, data: bytes) -> Document:
+    """Split and parse one document. Never raises on bad input."""
+    fail = lambda line, col, rule, msg: Document(path, None, "", [_issue(path, line, col, rule, msg)])  # noqa: E731
+    if len(data) > MAX_DOCUMENT_BYTES:
+        return fail(1, 1, "document-too-large", f"document is {len(data)} bytes; the limit is {MAX_DOCUMENT_BYTES}")
+    if data.startswith(_BOM):
+        return fail(1, 1, "encoding-bom", "file starts with a UTF-8 byte order mark; save it without one")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return fail(line, col, "encoding-utf8", f"not valid UTF-8 (byte 0x{data[exc.start]:02x})")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            line = text.count("\n", 0, text.index("\r")) + 1
+            return fail(line, 1, "line-ending", "a lone carriage return; use LF or CRLF line endings")
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        return fail(line, 1, "encoding-nul", "the file contains a NUL character")
+
+    if not (text.startswith("---\n") or text == "---"):
+        first = text.split("\n", 1)[0]
+        if first.rstrip() == "---":
+            return fail(1, 4, "front-matter-fence", "the opening fence must be exactly '---' (no trailing characters)")
+        return fail(1, 1, "front-matter-missing", "no front matter: the file must start on line 1 with '---'")
+    close = _closing_fence(text)
+    if close < 0:
+        return fail(1, 1, "front-matter-unclosed", "front matter opened on line 1 is never closed by a '---' line")
+    front_text = text[4:close]
+    if len(front_text.encode("utf-8")) > MAX_FRONT_MATTER_BYTES:
+        return fail(2, 1, "front-matter-too-large", f"front matter exceeds {MAX_FRONT_MATTER_BYTES} bytes")
+    body_start = text.find("\n", close + 1)
+    body = "" if body_start < 0 else text[body_start + 1 :]
+    body_line = front_text.count("\n") + 3
+
+    doc = Document(path, None, body, body_line=body_line)
+    extra = _extra_block(body)
+    if extra is not None:
+        doc.issues.append(
+            _issue(path, body_line + extra, 1, "front-matter-extra", "a second front-matter block; a document has exactly one")
+        )
+    value = _Composer(path, front_text, doc).run()
+    if value is not None and not isinstance(value, dict):
+        doc.issues.append(_issue(path, 2, 1, "front-matter-not-mapping", "front matter must be a mapping of keys to values"))
+    elif value is None and not doc.issues:
+        doc.issues.append(_issue(path, 2, 1, "front-matter-not-mapping", "front matter is empty"))
+    if isinstance(value, dict):
+        doc.front = value
+    return doc
+
+
+def _closing_fence(text: str) -> int:
+    """Index of the newline that precedes the closing `---` line, or -1."""
+    pos = 3
+    while True:
+        pos = text.find("\n---", pos)
+        if pos < 0:
+            return -1
+        end = pos + 4
+        if end == len(text) or text[end] == "\n":
+            return pos + 1 if pos + 1 <= len(text) else -1
+        pos = end
+
+
+def _extra_block(body: str) -> int | None:
+    """Line offset (0-based) of a second `---` block opening the body, if there is one."""
+    lines = body.split("\n", 64)
+    for offset, line in enumerate(lines[:63]):
+        if line.strip() == "":
+            continue
+        if line == "---" and any(rest == "---" for rest in lines[offset + 1 : 63]):
+            return offset
+        return None
+    return None
+
+
+class _Composer:
+    """Builds plain Python values from parser events, applying the policy as it goes."""
+
+    def __init__(self, path: str, text: str, doc: Document) -> None:
+        self.path = path
+        self.text = text
+        self.doc = doc
+        self.issues = doc.issues
+        self.locs = doc.locs
+
+    def bad(self, mark: Any, rule: str, message: str) -> None:
+        self.issues.append(_issue(self.path, mark.line + 2, mark.column + 1, rule, message))
+
+    def run(self) -> Any:
+        parser = _Parser(self.text)
+        try:
+            parser.get_event()  # StreamStart
+            event = parser.get_event()
+            if isinstance(event, ev.StreamEndEvent):
+                return None
+            if event.version is not None or event.tags:
+                self.bad(event.start_mark, "yaml-directive", "YAML directives (%YAML, %TAG) are not allowed")
+            value = self.node(parser, parser.get_event(), (), 1)
+            parser.get_event()  # DocumentEnd
+            event = parser.get_event()
+            if not isinstance(event, ev.StreamEndEvent):
+                self.bad(event.start_mark, "yaml-multiple-documents", "the front matter holds more than one YAML document")
+            return value
+        except _TooDeep:
+            return None
+        except MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or exc.context or "invalid YAML"
+            if mark is None:
+                self.issues.append(_issue(self.path, 2, 1, "yaml-syntax", f"invalid YAML: {problem}"))
+            else:
+                self.bad(mark, "yaml-syntax", f"invalid YAML: {problem}")
+            return None
+        except YAMLError as exc:  # reader errors (control characters) carry no problem_mark
+            self.issues.append(_issue(self.path, 2, 1, "yaml-syntax", f"invalid YAML: {exc}"))
+            return None
+        finally:
+            parser.dispose()
+
+    def node(self, parser: Any, event: Any, key_path: tuple, depth: int) -> Any:
+        cls = event.__class__
+        if cls is ev.AliasEvent:
+            self.bad(event.start_mark, "yaml-alias", f"aliases (*{event.anchor}) are not allowed; write the value out")
+            return None
+        if event.anchor is not None:
+            self.bad(event.start_mark, "yaml-anchor", f"anchors (&{event.anchor}) are not allowed")
+        if cls is ev.ScalarEvent:
+            if event.tag is not None and event.tag != "!":
+                self.bad(event.start_mark, "yaml-tag", f"tags ({event.tag}) are not allowed")
+            elif event.tag == "!":
+                self.bad(event.start_mark, "yaml-tag", "tags (!) are not allowed")
+            if not event.style and event.implicit[0]:
+                return self.plain(event)
+            return event.value
+        if event.tag is not None:
+            self.bad(event.start_mark, "yaml-tag", f"tags ({event.tag}) are not allowed")
+        if depth > MAX_DEPTH:
+            self.bad(event.start_mark, "yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels")
+            raise _TooDeep
+        if cls is ev.SequenceStartEvent:
+            items: list[Any] = []
+            index = 0
+            while True:
+                child = parser.get_event()
+                if child.__class__ is ev.SequenceEndEvent:
+                    return items
+                sub = key_path + (index,)
+                self.locs[sub] = (child.start_mark.line + 2, child.start_mark.column + 1)
+                items.append(self.node(parser, child, sub, depth + 1))
+                index += 1
+        # MappingStartEvent
+        mapping: dict[str, Any] = {}
+        while True:
+            key_event = parser.get_event()
+            if key_event.__class__ is ev.MappingEndEvent:
+                return mapping
+            mark = key_event.start_mark
+            key = self.key(parser, key_event, depth)
+            sub = key_path + (key,)
+            value = self.node(parser, parser.get_event(), sub, depth + 1)
+            if key is None:
+                continue
+            if key in mapping:
+                self.bad(mark, "yaml-duplicate-key", f"duplicate key '{key}'")
+                continue
+            self.locs[sub] = (mark.line + 2, mark.column + 1)
+            mapping[key] = value
+
+    def key(self, parser: Any, event: Any, depth: int) -> str | None:
+        if event.__class__ is not ev.ScalarEvent:
+            self.node(parser, event, (), depth + 1)
+            self.bad(event.start_mark, "yaml-complex-key", "mapping keys must be plain strings")
+            return None
+        if event.anchor is not None:
+            self.bad(event.start_mark, "yaml-anchor", f"anchors (&{event.anchor}) are not allowed")
+        if event.tag is not None:
+            self.bad(event.start_mark, "yaml-tag", f"tags ({event.tag}) are not allowed")
+        if event.value == "<<" and not event.style:
+            self.bad(event.start_mark, "yaml-merge-key", "merge keys (<<) are not allowed")
+            return None
+        return event.value
+
+    def plain(self, event: Any) -> Any:
+        value = event.value
+        if value in ("", "~", "null"):
+            return None
+        if value == "true":
+            return True
+        if value == "false":
+            return False
+        first = value[0]
+        if (first.isdigit() or first == "-") and (match := _NUMBER.fullmatch(value)):
+            if len(value) > 64:
+                self.bad(event.start_mark, "yaml-number-range", "number has too many digits; quote it if it is text")
+                return value
+            if match.group(1) is None and match.group(2) is None:
+                number = int(value)
+                if not INT64_MIN <= number <= INT64_MAX:
+                    self.bad(event.start_mark, "yaml-number-range", "integer does not fit in 64 bits; quote it if it is text")
+                return number
+            real = float(value)
+            if real in (float("inf"), float("-inf")):
+                self.bad(event.start_mark, "yaml-number-range", "number is out of the range of a double")
+            return real
+        return value
+
+
+class _TooDeep(Exception):
+    pass

@@ -1,0 +1,85 @@
+"""Error codes, the exception tree, exit codes and the JSON error envelope.
+
+    ObsrepoError                  every failure the product reports on purpose
+    ├── UsageError                a bad option value (VALIDATION_ERROR, exit 2)
+    ├── NotFoundError             REF_NOT_FOUND, ENTITY_NOT_FOUND, FIELD_NOT_FOUND (exit 3)
+    ├── InputError                problems found in the input (exit 1)
+    └── EnvironmentFault          GIT_ERROR, INDEX_ERROR (exit 4)
+
+Anything else that escapes is a bug: INTERNAL_ERROR, exit 5.
+This module imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VALIDATION_ERROR = "VALIDATION_ERROR"
+IMMUTABLE_VIOLATION = "IMMUTABLE_VIOLATION"
+DUPLICATE_ID = "DUPLICATE_ID"
+DUPLICATE_CONTENT = "DUPLICATE_CONTENT"
+ENTITY_NOT_FOUND = "ENTITY_NOT_FOUND"
+FIELD_NOT_FOUND = "FIELD_NOT_FOUND"
+REF_NOT_FOUND = "REF_NOT_FOUND"
+INVALID_RELATIONSHIP_TYPE = "INVALID_RELATIONSHIP_TYPE"
+CYCLE_DETECTED = "CYCLE_DETECTED"
+ENTITY_ALREADY_MERGED = "ENTITY_ALREADY_MERGED"
+INDEX_ERROR = "INDEX_ERROR"
+GIT_ERROR = "GIT_ERROR"
+INTERNAL_ERROR = "INTERNAL_ERROR"
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
+EXIT_ENVIRONMENT = 4
+EXIT_INTERNAL = 5
+
+
+class ObsrepoError(Exception):
+    """A failure with a stable code, a message and machine-readable details."""
+
+    code = INTERNAL_ERROR
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details
+
+    def envelope(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class UsageError(ObsrepoError):
+    """A bad option value; `details["parameter"]` names it."""
+
+    code = VALIDATION_ERROR
+    exit_code = EXIT_USAGE
+
+
+class InputError(ObsrepoError):
+    """The input itself is invalid (a document given to `new`, say)."""
+
+    code = VALIDATION_ERROR
+    exit_code = EXIT_PROBLEMS
+
+
+class NotFoundError(ObsrepoError):
+    code = REF_NOT_FOUND
+    exit_code = EXIT_NOT_FOUND
+
+
+class EnvironmentFault(ObsrepoError):
+    code = GIT_ERROR
+    exit_code = EXIT_ENVIRONMENT
+
+
+class GitError(EnvironmentFault):
+    code = GIT_ERROR
+
+
+class IndexFault(EnvironmentFault):
+    code = INDEX_ERROR

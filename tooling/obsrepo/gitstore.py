@@ -1,0 +1,190 @@
+"""The only module that talks to git. It runs the git command line and returns plain data.
+
+Blobs are read through one `git cat-file --batch` process fed by a writer thread, so
+reads are pipelined rather than lock-stepped (DESIGN measurements: ~30,000 blobs/s).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from .errors import GitError, NotFoundError
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+NULL_SHA = "0" * 40
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file as git lists it: mode (octal text), blob sha, path relative to the root."""
+
+    mode: str
+    sha: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """One line of `git diff --raw --no-renames`."""
+
+    status: str
+    old_mode: str
+    new_mode: str
+    old_sha: str
+    new_sha: str
+    path: str
+
+
+class Git:
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def run(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+        try:
+            proc = subprocess.run(
+                ["git", "-C", self.root, *args], input=input, capture_output=True, env=env
+            )
+        except FileNotFoundError:
+            raise GitError("git is not installed or not on PATH") from None
+        if check and proc.returncode != 0:
+            message = proc.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed"
+            raise GitError(message, command=["git", *args])
+        return proc.stdout
+
+    @staticmethod
+    def discover(cwd: str) -> "Git | None":
+        """The repository that contains `cwd`, or None outside any repository."""
+        try:
+            proc = subprocess.run(
+                ["git", "-C", cwd, "rev-parse", "--show-toplevel"], capture_output=True
+            )
+        except FileNotFoundError:
+            return None
+        if proc.returncode != 0:
+            return None
+        return Git(proc.stdout.decode().strip())
+
+    def is_shallow(self) -> bool:
+        return self.run("rev-parse", "--is-shallow-repository").strip() == b"true"
+
+    def has_head(self) -> bool:
+        return self.run("rev-parse", "--verify", "-q", "HEAD^{commit}", check=False) != b""
+
+    def resolve(self, rev: str, parameter: str = "rev") -> str:
+        """A full commit sha for `rev`: REF_NOT_FOUND if the name does not resolve,
+        GIT_ERROR if the repository is shallow and the commit may simply be missing."""
+        if rev.startswith("-") or not rev or "\x00" in rev:
+            raise NotFoundError(f"revision '{rev}' does not exist", parameter=parameter, rev=rev)
+        out = self.run("rev-parse", "--verify", "-q", "--end-of-options", f"{rev}^{{commit}}", check=False).strip()
+        if out:
+            return out.decode()
+        if self.is_shallow():
+            raise GitError(
+                f"revision '{rev}' is not in this shallow clone; fetch the full history "
+                "(actions/checkout with fetch-depth: 0, or git fetch --unshallow)",
+                parameter=parameter,
+                rev=rev,
+            )
+        raise NotFoundError(f"revision '{rev}' does not exist", parameter=parameter, rev=rev)
+
+    def merge_base(self, a: str, b: str) -> str:
+        out = self.run("merge-base", a, b, check=False).strip()
+        if not out:
+            hint = " (the clone is shallow: fetch the full history)" if self.is_shallow() else ""
+            raise GitError(f"no common history between {a[:12]} and {b[:12]}{hint}", base=a, head=b)
+        return out.decode()
+
+    def ls_files(self, *pathspecs: str) -> list[Entry]:
+        """Files in git's index (the staging area)."""
+        out = self.run("ls-files", "-s", "-z", "--", *pathspecs)
+        entries = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, path = record.split(b"\t", 1)
+            mode, sha, stage = meta.decode().split(" ")
+            if stage != "0":
+                raise GitError(f"{path.decode('utf-8', 'replace')} has unresolved merge conflicts")
+            entries.append(Entry(mode, sha, path.decode("utf-8", "surrogateescape")))
+        return entries
+
+    def ls_tree(self, commit: str, *pathspecs: str) -> list[Entry]:
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", commit, "--", *pathspecs)
+        entries = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, path = record.split(b"\t", 1)
+            mode, _kind, sha = meta.decode().split(" ")
+            entries.append(Entry(mode, sha, path.decode("utf-8", "surrogateescape")))
+        return entries
+
+    def diff(self, *args: str) -> list[Change]:
+        """`git diff --raw -z --no-renames ARGS`: renames are never detected away."""
+        out = self.run("diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--abbrev=40", *args)
+        parts = out.split(b"\0")
+        changes = []
+        i = 0
+        while i < len(parts) - 1:
+            meta = parts[i].decode()
+            if not meta:
+                i += 1
+                continue
+            old_mode, new_mode, old_sha, new_sha, status = meta[1:].split(" ")
+            changes.append(Change(status[0], old_mode, new_mode, old_sha, new_sha, parts[i + 1].decode("utf-8", "surrogateescape")))
+            i += 2
+        return changes
+
+    def read_blobs(self, shas: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """Yield (sha, content) for each sha, pipelined through one cat-file process."""
+        wanted = list(shas)
+        if not wanted:
+            return
+        proc = subprocess.Popen(
+            ["git", "-C", self.root, "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=1 << 20,
+        )
+
+        def feed() -> None:
+            try:
+                proc.stdin.write("".join(f"{s}\n" for s in wanted).encode())
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        out = proc.stdout
+        try:
+            for sha in wanted:
+                header = out.readline().split()
+                if len(header) != 3:
+                    raise GitError(f"object {sha} is missing from the repository", sha=sha)
+                size = int(header[2])
+                data = out.read(size)
+                out.read(1)
+                yield sha, data
+        finally:
+            out.close()
+            proc.wait()
+            writer.join()
+
+    def read_blob(self, sha: str) -> bytes:
+        for _, data in self.read_blobs([sha]):
+            return data
+        raise GitError(f"object {sha} is missing")  # pragma: no cover
+
+
+def blob_sha(data: bytes) -> str:
+    """The id git would give `data` as a blob."""
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

@@ -1,0 +1,229 @@
+"""Repository rules: what no single document can know about itself (DESIGN §2, §8).
+
+Unique ids, duplicate content per tenant, `corrects`/`retracts` targets of the same tenant,
+relation targets that exist for the author's tenant, acyclic PART_OF / DEPENDS_ON, merges
+(DUPLICATE_OF) at most once per entity and without cycles, comprehension citations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import errors
+from .model import ACYCLIC_RELATIONS
+from .report import Issue
+from .rules import Analysis
+
+Facts = dict[str, Any]
+
+
+def visible(tenant: dict[str, str], binding: dict[str, str]) -> bool:
+    """An observation is visible to a binding iff it has every bound key with an equal value."""
+    return all(tenant.get(key) == value for key, value in binding.items())
+
+
+def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = None) -> list[Issue]:
+    observations: list[tuple[str, Facts]] = []
+    comprehensions: list[tuple[str, Facts]] = []
+    for path in sorted(analyses):
+        facts = analyses[path].facts
+        if facts is None:
+            continue
+        (observations if facts["kind"] == "observation" else comprehensions).append((path, facts))
+    issues: list[Issue] = []
+    issues += _duplicate_ids(observations + comprehensions, added)
+    issues += _duplicate_content(observations, added)
+    by_id = {f["id"]: (p, f) for p, f in observations}
+    issues += _references(observations, by_id)
+    retracted = {target for _, f in observations for target in f["retracts"] if target in by_id}
+    live = [(p, f) for p, f in observations if f["id"] not in retracted]
+    issues += _relation_targets(live)
+    issues += _cycles(live)
+    issues += _merges(live)
+    issues += _citations(comprehensions, by_id)
+    return issues
+
+
+def _loc(facts: Facts, key: str, index: int | None = None) -> tuple[int, int]:
+    if index is not None:
+        items = facts["loc"].get(f"{key}_items") or []
+        if index < len(items):
+            return tuple(items[index])  # type: ignore[return-value]
+    return tuple(facts["loc"].get(key, (1, 1)))  # type: ignore[return-value]
+
+
+def _first_kept(paths: list[str], added: set[str] | None) -> list[str]:
+    """Order duplicates so the one already in the repository is kept and the new ones reported."""
+    return sorted(paths, key=lambda p: (added is not None and p in added, p))
+
+
+def _duplicate_ids(docs: list[tuple[str, Facts]], added: set[str] | None) -> list[Issue]:
+    seen: dict[str, list[str]] = {}
+    facts_of = dict(docs)
+    for path, facts in docs:
+        seen.setdefault(facts["id"], []).append(path)
+    issues = []
+    for doc_id, paths in sorted(seen.items()):
+        if len(paths) < 2:
+            continue
+        keep, *rest = _first_kept(paths, added)
+        for path in rest:
+            line, col = _loc(facts_of[path], "id")
+            issues.append(Issue(path, line, col, errors.DUPLICATE_ID, "duplicate-id", f"id '{doc_id}' is already used by {keep}"))
+    return issues
+
+
+def _duplicate_content(observations: list[tuple[str, Facts]], added: set[str] | None) -> list[Issue]:
+    groups: dict[str, list[str]] = {}
+    facts_of = dict(observations)
+    for path, facts in observations:
+        groups.setdefault(facts["hash"], []).append(path)
+    issues = []
+    for paths in groups.values():
+        if len(paths) < 2:
+            continue
+        keep, *rest = _first_kept(paths, added)
+        for path in rest:
+            line, col = _loc(facts_of[path], "id")
+            issues.append(Issue(path, line, col, errors.DUPLICATE_CONTENT, "duplicate-content",
+                                f"the same content (in the same tenant) is already recorded in {keep}"))
+    return issues
+
+
+def _references(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+    issues = []
+    for path, facts in observations:
+        for key in ("corrects", "retracts"):
+            for index, target in enumerate(facts[key]):
+                line, col = _loc(facts, key, index)
+                hit = by_id.get(target)
+                if target == facts["id"]:
+                    issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference", f"an observation cannot {key[:-1]} itself"))
+                elif hit is None or hit[1]["tenant"] != facts["tenant"]:
+                    issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, f"{key}-target",
+                                        f"`{key}` names '{target}', which does not exist in this tenant"))
+    return issues
+
+
+def _relation_targets(live: list[tuple[str, Facts]]) -> list[Issue]:
+    tenants_of: dict[str, list[dict[str, str]]] = {}
+    for _, facts in live:
+        if facts["entity"]:
+            tenants_of.setdefault(facts["entity"], []).append(facts["tenant"])
+    issues = []
+    for path, facts in live:
+        for index, (rel_type, target) in enumerate(facts["relations"]):
+            if not any(visible(t, facts["tenant"]) for t in tenants_of.get(target, ())):
+                line, col = _loc(facts, "relations", index)
+                issues.append(Issue(path, line, col, errors.ENTITY_NOT_FOUND, "relation-target",
+                                    f"{rel_type} target '{target}' is not the entity of any observation in this tenant"))
+    return issues
+
+
+Edge = tuple[str, str, str, Facts]  # source entity, target entity, path, facts
+
+
+def _edges(live: list[tuple[str, Facts]], rel_type: str) -> list[tuple[str, str, str, Facts, int]]:
+    return [
+        (facts["entity"], target, path, facts, index)
+        for path, facts in live
+        for index, (kind, target) in enumerate(facts["relations"])
+        if kind == rel_type
+    ]
+
+
+def _cycles(live: list[tuple[str, Facts]]) -> list[Issue]:
+    issues = []
+    for rel_type in (*ACYCLIC_RELATIONS, "DUPLICATE_OF"):
+        edges = _edges(live, rel_type)
+        if not edges:
+            continue
+        adjacency: dict[str, set[str]] = {}
+        for source, target, *_ in edges:
+            adjacency.setdefault(source, set()).add(target)
+            adjacency.setdefault(target, set())
+        for component in strongly_connected(adjacency):
+            inside = [e for e in edges if e[0] in component and e[1] in component]
+            if len(component) == 1 and not inside:
+                continue
+            # the newest relation closed the cycle: report it there
+            source, target, path, facts, index = max(inside, key=lambda e: (e[3]["timestamp"], e[3]["id"]))
+            line, col = _loc(facts, "relations", index)
+            members = ", ".join(sorted(component))
+            issues.append(Issue(path, line, col, errors.CYCLE_DETECTED, "relation-cycle",
+                                f"{rel_type} {source} → {target} closes a cycle among {members}"))
+    return issues
+
+
+def _merges(live: list[tuple[str, Facts]]) -> list[Issue]:
+    by_source: dict[str, list] = {}
+    for edge in _edges(live, "DUPLICATE_OF"):
+        by_source.setdefault(edge[0], []).append(edge)
+    issues = []
+    for source, edges in sorted(by_source.items()):
+        edges.sort(key=lambda e: (e[3]["timestamp"], e[3]["id"], e[4]))
+        first = edges[0]
+        for _s, target, path, facts, index in edges[1:]:
+            line, col = _loc(facts, "relations", index)
+            issues.append(Issue(path, line, col, errors.ENTITY_ALREADY_MERGED, "merged-twice",
+                                f"{source} was already merged into {first[1]} by {first[3]['id']}"))
+    return issues
+
+
+def _citations(comprehensions: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+    issues = []
+    for path, facts in comprehensions:
+        for index, cited in enumerate(facts["observations"]):
+            if cited not in by_id:
+                line, col = _loc(facts, "observations", index)
+                issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "citation",
+                                    f"cites observation '{cited}', which does not exist"))
+    return issues
+
+
+def strongly_connected(adjacency: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm, iterative (no recursion limit), nodes visited in sorted order."""
+    index_of: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[set[str]] = []
+    counter = 0
+    for root in sorted(adjacency):
+        if root in index_of:
+            continue
+        work = [(root, iter(sorted(adjacency[root])))]
+        index_of[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index_of:
+                    index_of[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(adjacency[child]))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index_of[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index_of[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                components.append(component)
+    return components

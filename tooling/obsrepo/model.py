@@ -1,0 +1,280 @@
+"""Pydantic models of observation/v1 and comprehension/v1 (DESIGN §2–3, §8).
+
+Models are strict: values are never coerced (`"100"` is not a priority, `1700000000` is not
+a timestamp), unknown keys are refused except `x-` extensions, which the reader sets aside
+before validation. Custom checks raise errors whose type is the stable `rule` name that
+`obsrepo check` reports.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+OBSERVATION_SPEC = "observation/v1"
+COMPREHENSION_SPEC = "comprehension/v1"
+
+OBSERVATION_ID = r"^obs-[a-z0-9]+(-[a-z0-9]+)*$"
+COMPREHENSION_ID = r"^comp-[a-z0-9]+(-[a-z0-9]+)*$"
+ENTITY_ID = r"^[a-z][a-z0-9_]*/[^\s/][^\s]*$"
+RELATION_TYPE = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
+KNOWN_RELATIONS = ("PART_OF", "CORRECTS", "REFERS_TO", "SETTLES", "DUPLICATE_OF", "DEPENDS_ON", "SUPERSEDES")
+ACYCLIC_RELATIONS = ("PART_OF", "DEPENDS_ON")
+CORRECTION_PRIORITY = 1000
+DEFAULT_PRIORITY = 100
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_OBS_ID = re.compile(OBSERVATION_ID)
+_ENTITY = re.compile(ENTITY_ID)
+_REL = re.compile(RELATION_TYPE)
+
+
+def _fail(rule: str, message: str, **ctx: Any) -> PydanticCustomError:
+    return PydanticCustomError(rule, message, ctx or None)
+
+
+def parse_timestamp(value: Any) -> datetime:
+    """ISO 8601 with seconds and a timezone (`Z` or `±HH:MM`), returned in UTC."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise _fail("timestamp-timezone", "timestamp needs a timezone (Z or ±HH:MM)")
+        return value.astimezone(timezone.utc)
+    if not isinstance(value, str):
+        raise _fail("timestamp-format", "timestamp must be an ISO 8601 string such as 2026-02-13T10:25:00Z")
+    if not _TIMESTAMP.fullmatch(value):
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?", value):
+            raise _fail("timestamp-timezone", "timestamp needs a timezone (Z or ±HH:MM)")
+        raise _fail("timestamp-format", "timestamp must be ISO 8601 with seconds and a timezone, e.g. 2026-02-13T10:25:00Z")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise _fail("timestamp-format", "timestamp is not a real date and time") from None
+    return parsed.astimezone(timezone.utc)
+
+
+def parse_date_or_timestamp(value: Any) -> datetime:
+    if isinstance(value, str) and _DATE.fullmatch(value):
+        try:
+            return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+        except ValueError:
+            raise _fail("timestamp-format", "not a real date") from None
+    return parse_timestamp(value)
+
+
+def format_timestamp(value: datetime) -> str:
+    """UTC, `Z`, microseconds only when present: the one canonical spelling."""
+    text = value.astimezone(timezone.utc).isoformat()
+    return text.replace("+00:00", "Z")
+
+
+def _one_line(value: str) -> str:
+    if "\n" in value or "\r" in value:
+        raise _fail("event-one-line", "event must be one line; put details in the body")
+    if not value.strip():
+        raise _fail("empty-value", "must not be empty")
+    return value
+
+
+def _no_blank(value: str) -> str:
+    if not value or value != value.strip() or any(c in value for c in "\n\r\t"):
+        raise _fail("invalid-format", "must be non-empty, without surrounding white space or line breaks")
+    return value
+
+
+def _id_list(value: Any) -> list[str]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise _fail("wrong-type", "must be an observation id or a non-empty list of them")
+    for item in items:
+        if not isinstance(item, str) or not _OBS_ID.fullmatch(item):
+            raise _fail("invalid-format", "'{item}' is not an observation id (obs-…)", item=str(item)[:100])
+    if len(set(items)) != len(items):
+        raise _fail("duplicate-value", "the same id is listed twice")
+    return list(items)
+
+
+def _unique_strings(value: list[str]) -> list[str]:
+    if len(set(value)) != len(value):
+        raise _fail("duplicate-value", "the same value is listed twice")
+    return value
+
+
+Timestamp = Annotated[
+    datetime,
+    BeforeValidator(parse_timestamp),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": _TIMESTAMP.pattern}),
+]
+DateOrTimestamp = Annotated[
+    datetime,
+    BeforeValidator(parse_date_or_timestamp),
+    WithJsonSchema({"type": "string", "anyOf": [{"format": "date-time"}, {"format": "date"}]}),
+]
+Text = Annotated[str, AfterValidator(_no_blank), Field(max_length=1000)]
+EntityId = Annotated[str, Field(pattern=ENTITY_ID, max_length=256)]
+IdList = Annotated[
+    list[str],
+    BeforeValidator(_id_list),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": OBSERVATION_ID},
+                {"type": "array", "items": {"type": "string", "pattern": OBSERVATION_ID}, "minItems": 1, "uniqueItems": True},
+            ]
+        }
+    ),
+]
+Json = Union[None, bool, int, float, str, list[Any], dict[str, Any]]
+TenantValue = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$", max_length=128)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class Tenant(_Strict):
+    """The ownership boundary; a binding matches when every bound key is equal."""
+
+    org: TenantValue | None = None
+    project: TenantValue | None = None
+    agent: TenantValue | None = None
+    user: TenantValue | None = None
+
+    def as_mapping(self) -> dict[str, str]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class Relation(_Strict):
+    type: Annotated[str, Field(pattern=RELATION_TYPE, max_length=64)]
+    target: EntityId
+
+
+class Observation(_Strict):
+    """observation/v1: one immutable, timestamped statement of what was observed."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="observation/v1")
+
+    spec: Literal["observation/v1"]
+    id: Annotated[str, Field(pattern=OBSERVATION_ID, max_length=96)]
+    timestamp: Timestamp
+    source: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]*$", max_length=200)]
+    event: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=2000)]
+    type: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=128)] | None = None
+    scope: Annotated[list[Text], AfterValidator(_unique_strings), Field(max_length=256)] | None = None
+    entity: EntityId | None = None
+    fields: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)], Json] | None = None
+    priority: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+    specificity: Annotated[float, Field(ge=0, le=1)] | None = None
+    corrects: IdList | None = None
+    retracts: IdList | None = None
+    relations: Annotated[list[Relation], Field(max_length=256)] | None = None
+    tenant: Tenant | None = None
+    classification: Literal["public", "internal", "confidential", "restricted"] = "internal"
+    source_ref: Text | None = None
+    interpretation: Text | None = None
+    data: Json = None
+    context: dict[str, Any] | None = None
+    trace_ref: Text | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Observation":
+        if self.fields is not None and self.entity is None:
+            raise _fail("fields-need-entity", "`fields` describe an entity: add `entity: <type>/<key>`")
+        if self.relations and self.entity is None:
+            raise _fail("relations-need-entity", "relations go from `entity` to a target: add `entity`")
+        if self.fields:
+            for name, value in self.fields.items():
+                if name == "_deleted":
+                    if not isinstance(value, bool):
+                        raise _fail("deleted-flag", "`_deleted` must be true or false")
+                elif name.startswith("_"):
+                    raise _fail("reserved-field", "field names starting with '_' are reserved (only `_deleted` exists)")
+        if self.corrects is not None and self.priority is not None and self.priority < CORRECTION_PRIORITY:
+            raise _fail("correction-priority", "a correction (`corrects`) has priority ≥ 1000 (1000 when omitted)")
+        return self
+
+    @property
+    def effective_priority(self) -> int:
+        if self.priority is not None:
+            return self.priority
+        return CORRECTION_PRIORITY if self.corrects else DEFAULT_PRIORITY
+
+    @property
+    def tenant_mapping(self) -> dict[str, str]:
+        return self.tenant.as_mapping() if self.tenant else {}
+
+
+Confidence = Literal["high", "medium", "low", "unknown"]
+
+
+class Prior(_Strict):
+    statement: Annotated[str, Field(min_length=1)]
+    confidence: Confidence
+    source: Annotated[str, Field(min_length=1)]
+
+
+class Posterior(_Strict):
+    statement: Annotated[str, Field(min_length=1)]
+    confidence: Confidence
+    update_reasoning: Annotated[str, Field(min_length=1)]
+    observations_used: Annotated[list[Annotated[str, Field(pattern=OBSERVATION_ID)]], AfterValidator(_unique_strings)]
+
+
+class Comprehension(_Strict):
+    """comprehension/v1: a belief that cites the observations behind it."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="comprehension/v1")
+
+    spec: Literal["comprehension/v1"]
+    id: Annotated[str, Field(pattern=COMPREHENSION_ID, max_length=96)]
+    topic: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=500)]
+    domain: Annotated[str, Field(min_length=1, max_length=200)]
+    created: DateOrTimestamp
+    updated: DateOrTimestamp
+    version: Annotated[int, Field(ge=1)] = 1
+    verified: bool = False
+    prior: Prior
+    observations: Annotated[
+        list[Annotated[str, Field(pattern=OBSERVATION_ID)]], AfterValidator(_unique_strings), Field(min_length=1)
+    ]
+    posterior: Posterior
+
+    @model_validator(mode="after")
+    def _shape(self) -> "Comprehension":
+        if self.updated < self.created:
+            raise _fail("comprehension-dates", "`updated` is earlier than `created`")
+        missing = [o for o in self.posterior.observations_used if o not in self.observations]
+        if missing:
+            raise _fail(
+                "observations-used-subset",
+                "posterior.observations_used cites {ids} which are not in `observations`",
+                ids=", ".join(missing),
+            )
+        return self
+
+
+def split_extensions(front: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`x-` keys are extensions: kept, never validated."""
+    if not any(k.startswith("x-") for k in front):
+        return front, {}
+    core = {k: v for k, v in front.items() if not k.startswith("x-")}
+    return core, {k: v for k, v in front.items() if k.startswith("x-")}
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["patternProperties"] = {"^x-": {}}
+    return schema

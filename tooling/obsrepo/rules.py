@@ -1,0 +1,213 @@
+"""Per-document rules: bytes at a path → issues, plus the facts the repository rules need.
+
+`analyze` never raises on bad input. Its result is plain JSON-able data so that it can be
+cached by blob id (content-addressed: a cached result can never be stale).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from . import errors
+from .document import Document, read_document
+from .model import (
+    COMPREHENSION_SPEC,
+    OBSERVATION_SPEC,
+    Comprehension,
+    Observation,
+    format_timestamp,
+    split_extensions,
+)
+from .report import Issue
+
+OBSERVATIONS_DIR = "observations/"
+COMPREHENSION_DIR = "comprehension/"
+
+# pydantic's own error types → our stable rule names
+_RULES = {
+    "missing": "missing-key",
+    "extra_forbidden": "unknown-key",
+    "literal_error": "invalid-value",
+    "string_pattern_mismatch": "invalid-format",
+    "string_too_long": "too-long",
+    "string_too_short": "empty-value",
+    "too_long": "too-long",
+    "too_short": "empty-value",
+    "greater_than_equal": "out-of-range",
+    "less_than_equal": "out-of-range",
+}
+
+
+@dataclass
+class Analysis:
+    """What one document says, as far as the repository rules care, and what is wrong."""
+
+    kind: str  # "observation" | "comprehension" | "other"
+    issues: list[Issue] = field(default_factory=list)
+    facts: dict[str, Any] | None = None  # None when the document is invalid
+
+    def to_cache(self) -> list:
+        return [self.kind, [list(i.__dict__.values())[1:] for i in self.issues], self.facts]
+
+    @classmethod
+    def from_cache(cls, path: str, row: list) -> "Analysis":
+        kind, issues, facts = row
+        return cls(kind, [Issue(path, *i) for i in issues], facts)
+
+
+def kind_of(path: str) -> str:
+    if path.startswith(OBSERVATIONS_DIR):
+        return "observation"
+    if path.startswith(COMPREHENSION_DIR):
+        return "comprehension"
+    return "other"
+
+
+def content_hash(front: dict[str, Any], body: str) -> str:
+    """DESIGN §8: canonical JSON of the front matter without spec and id, a newline, the body."""
+    core = {k: v for k, v in front.items() if k not in ("spec", "id")}
+    canonical = json.dumps(core, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    normalized = body.replace("\r\n", "\n").rstrip()
+    return hashlib.sha256((canonical + "\n" + normalized).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def analyze(path: str, data: bytes) -> Analysis:
+    """Parse, validate and extract facts; path-dependent rules are applied by `place`."""
+    kind = kind_of(path)
+    doc = read_document(path, data)
+    result = Analysis(kind, list(doc.issues))
+    if doc.front is None:
+        return result
+    core, _extensions = split_extensions(doc.front)
+    spec = core.get("spec")
+    if spec == COMPREHENSION_SPEC or (spec != OBSERVATION_SPEC and kind == "comprehension"):
+        model_cls: type[Observation] | type[Comprehension] = Comprehension
+    else:
+        model_cls = Observation
+    try:
+        model = model_cls.model_validate(core)
+    except ValidationError as exc:
+        result.issues.extend(_schema_issues(doc, exc))
+        return result
+    if result.issues:
+        return result
+    if isinstance(model, Observation):
+        result.facts = _observation_facts(doc, model)
+    else:
+        result.facts = _comprehension_facts(doc, model)
+    return result
+
+
+def place(path: str, analysis: Analysis) -> list[Issue]:
+    """Rules that depend on where the file is: folder, extension, file name = id."""
+    issues: list[Issue] = []
+    name = posixpath.basename(path)
+    if analysis.kind == "other":
+        return issues
+    if not name.endswith(".md"):
+        issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "file-extension", "documents are Markdown files named <id>.md"))
+        return issues
+    facts = analysis.facts
+    if facts is None:
+        return issues
+    if facts["kind"] != analysis.kind:
+        line, col = facts["loc"].get("spec", (1, 1))
+        issues.append(
+            Issue(path, line, col, errors.VALIDATION_ERROR, "wrong-folder",
+                  f"a {facts['kind']} document does not belong under {analysis.kind.replace('observation', 'observations')}/")
+        )
+    if name[:-3] != facts["id"]:
+        line, col = facts["loc"].get("id", (1, 1))
+        issues.append(
+            Issue(path, line, col, errors.VALIDATION_ERROR, "id-filename-mismatch",
+                  f"id '{facts['id']}' does not match the file name '{name}' (expected {facts['id']}.md)")
+        )
+    if analysis.kind == "comprehension" and posixpath.dirname(path) != "comprehension":
+        issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "layout", "comprehension documents live directly in comprehension/"))
+    return issues
+
+
+# where a whole-document check points: the key it is about
+_RULE_KEYS = {
+    "fields-need-entity": ("fields",),
+    "relations-need-entity": ("relations",),
+    "deleted-flag": ("fields", "_deleted"),
+    "reserved-field": ("fields",),
+    "correction-priority": ("priority",),
+    "comprehension-dates": ("updated",),
+    "observations-used-subset": ("posterior", "observations_used"),
+}
+
+
+def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
+    issues = []
+    for err in exc.errors(include_url=False):
+        kind = err["type"]
+        rule = _RULES.get(kind) or (kind if "-" in kind else "wrong-type" if kind.endswith("_type") else "invalid-value")
+        loc = tuple(err["loc"])
+        where = ".".join(str(p) for p in loc if p != "[key]") or "front matter"
+        if kind == "extra_forbidden":
+            message = f"unknown key '{where}' (extensions must start with 'x-')"
+        elif kind == "missing":
+            message = f"required key '{where}' is missing"
+        elif loc:
+            message = f"{where}: {err['msg']}"
+        else:
+            message = err["msg"]
+        line, col = doc.loc(loc or _RULE_KEYS.get(rule, ()))
+        issues.append(Issue(doc.path, line, col, errors.VALIDATION_ERROR, rule, message))
+    return issues
+
+
+def _locs(doc: Document, *keys: str) -> dict[str, Any]:
+    """Positions of the keys and list items the repository rules may point at."""
+    out: dict[str, Any] = {}
+    for key in keys:
+        if (key,) in doc.locs:
+            out[key] = doc.locs[(key,)]
+    return out
+
+
+def _item_locs(doc: Document, key: str, count: int) -> list:
+    """Each list item's position; a single value written without a list points at its key."""
+    return [doc.loc((key, i)) for i in range(count)]
+
+
+def _observation_facts(doc: Document, obs: Observation) -> dict[str, Any]:
+    relations = obs.relations or []
+    return {
+        "kind": "observation",
+        "id": obs.id,
+        "timestamp": format_timestamp(obs.timestamp),
+        "tenant": obs.tenant_mapping,
+        "entity": obs.entity,
+        "corrects": obs.corrects or [],
+        "retracts": obs.retracts or [],
+        "relations": [[r.type, r.target] for r in relations],
+        "hash": content_hash(doc.front, doc.body),  # type: ignore[arg-type]
+        "loc": {
+            **_locs(doc, "id", "spec", "entity", "corrects", "retracts"),
+            "corrects_items": _item_locs(doc, "corrects", len(obs.corrects or [])),
+            "retracts_items": _item_locs(doc, "retracts", len(obs.retracts or [])),
+            "relations_items": _item_locs(doc, "relations", len(relations)),
+        },
+    }
+
+
+def _comprehension_facts(doc: Document, comp: Comprehension) -> dict[str, Any]:
+    return {
+        "kind": "comprehension",
+        "id": comp.id,
+        "version": comp.version,
+        "observations": list(comp.observations),
+        "loc": {
+            **_locs(doc, "id", "spec", "version", "observations"),
+            "observations_items": _item_locs(doc, "observations", len(comp.observations)),
+        },
+    }

@@ -1,0 +1,101 @@
+"""Where documents come from: the work tree, git's index (staged), or a commit.
+
+Each source lists (path, blob id) pairs under `observations/` and `comprehension/` and reads
+contents on demand, so the per-document cache (keyed by blob id) can skip what it knows.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+from .gitstore import Entry, Git, blob_sha
+
+DOCUMENT_ROOTS = ("observations", "comprehension")
+REGULAR_MODES = ("100644", "100755")
+
+
+@dataclass(frozen=True)
+class Listed:
+    path: str
+    sha: str
+    mode: str  # git mode text; "120000" symlink, "160000" submodule
+
+
+class Source:
+    """A snapshot of the document folders."""
+
+    def __init__(self, listed: list[Listed], reader: Callable[[list[Listed]], Iterator[tuple[Listed, bytes]]]):
+        self.listed = sorted(listed, key=lambda item: item.path)
+        self._reader = reader
+
+    def read(self, items: Iterable[Listed]) -> Iterator[tuple[Listed, bytes]]:
+        return self._reader([i for i in items if i.mode in REGULAR_MODES])
+
+
+def worktree(root: str) -> Source:
+    """Every file under the document folders as it is on disk, committed or not."""
+    found: list[Listed] = []
+    contents: dict[str, bytes] = {}
+    for top in DOCUMENT_ROOTS:
+        base = os.path.join(root, top)
+        if not os.path.isdir(base) or os.path.islink(base):
+            if os.path.islink(base):
+                found.append(Listed(top, "", "120000"))
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames.sort()
+            rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+            for name in list(dirnames):
+                full = os.path.join(dirpath, name)
+                if os.path.islink(full):
+                    found.append(Listed(f"{rel_dir}/{name}", "", "120000"))
+                    dirnames.remove(name)
+                elif os.path.exists(os.path.join(full, ".git")):
+                    found.append(Listed(f"{rel_dir}/{name}", "", "160000"))
+                    dirnames.remove(name)
+            for name in filenames:
+                full = os.path.join(dirpath, name)
+                rel = f"{rel_dir}/{name}"
+                st = os.lstat(full)
+                if stat.S_ISLNK(st.st_mode):
+                    found.append(Listed(rel, "", "120000"))
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                with open(full, "rb") as handle:
+                    data = handle.read()
+                contents[rel] = data
+                mode = "100755" if st.st_mode & 0o111 else "100644"
+                found.append(Listed(rel, blob_sha(data), mode))
+
+    def reader(items: list[Listed]) -> Iterator[tuple[Listed, bytes]]:
+        for item in items:
+            yield item, contents[item.path]
+
+    return Source(found, reader)
+
+
+def _from_entries(git: Git, entries: list[Entry]) -> Source:
+    listed = [Listed(e.path, e.sha, e.mode) for e in entries]
+
+    def reader(items: list[Listed]) -> Iterator[tuple[Listed, bytes]]:
+        by_sha: dict[str, list[Listed]] = {}
+        for item in items:
+            by_sha.setdefault(item.sha, []).append(item)
+        for sha, data in git.read_blobs(by_sha):
+            for item in by_sha[sha]:
+                yield item, data
+
+    return Source(listed, reader)
+
+
+def staged(git: Git) -> Source:
+    """The documents as they would be committed (git's index)."""
+    return _from_entries(git, git.ls_files(*DOCUMENT_ROOTS))
+
+
+def commit(git: Git, sha: str) -> Source:
+    return _from_entries(git, git.ls_tree(sha, *DOCUMENT_ROOTS))
