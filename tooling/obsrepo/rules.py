@@ -160,8 +160,12 @@ def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
             message = f"{where}: {err['msg']}"
         else:
             message = err["msg"]
+        code = errors.VALIDATION_ERROR
+        if len(loc) == 3 and loc[0] == "relations" and loc[2] == "type" and kind != "missing":
+            code, rule = errors.INVALID_RELATIONSHIP_TYPE, "relation-type"
+            message = f"{where}: relation types are UPPER_SNAKE_CASE (PART_OF, DEPENDS_ON, … or your own)"
         line, col = doc.loc(loc or _RULE_KEYS.get(rule, ()))
-        issues.append(Issue(doc.path, line, col, errors.VALIDATION_ERROR, rule, message))
+        issues.append(Issue(doc.path, line, col, code, rule, message))
     return issues
 
 

@@ -1,0 +1,28 @@
+"""The JSON Schemas in `schemas/`, generated from the models (`python -m obsrepo.schemas`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .model import Comprehension, Observation, json_schema
+
+FILES = {
+    "observation.v1.schema.json": Observation,
+    "comprehension.v1.schema.json": Comprehension,
+}
+
+
+def render() -> dict[str, str]:
+    return {name: json.dumps(json_schema(model), indent=2, sort_keys=True) + "\n" for name, model in FILES.items()}
+
+
+def write(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in render().items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write(Path(sys.argv[1] if len(sys.argv) > 1 else "schemas"))
