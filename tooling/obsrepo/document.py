@@ -62,15 +62,15 @@ class Document:
     front: dict[str, Any] | None
     body: str
     issues: list[Issue] = field(default_factory=list)
-    locs: dict[tuple, Loc] = field(default_factory=dict)
+    locs: dict[tuple, Any] = field(default_factory=dict)  # key path → libyaml mark
     body_line: int = 1
 
     def loc(self, key_path: tuple) -> Loc:
         """Where the value at `key_path` was written, or its nearest written ancestor."""
         while key_path:
-            hit = self.locs.get(key_path)
-            if hit is not None:
-                return hit
+            mark = self.locs.get(key_path)
+            if mark is not None:
+                return (mark.line + 2, mark.column + 1)
             key_path = key_path[:-1]
         return (1, 1)
 
@@ -203,55 +203,68 @@ class _Composer:
 
     def node(self, parser: Any, event: Any, key_path: tuple, depth: int) -> Any:
         cls = event.__class__
-        if cls is ev.AliasEvent:
+        if cls is _Scalar:
+            if event.anchor is None and event.tag is None:
+                return self.plain(event) if not event.style else event.value
+            return self.odd_scalar(event)
+        if cls is _Alias:
             self.bad(event.start_mark, "yaml-alias", f"aliases (*{event.anchor}) are not allowed; write the value out")
             return None
         if event.anchor is not None:
             self.bad(event.start_mark, "yaml-anchor", f"anchors (&{event.anchor}) are not allowed")
-        if cls is ev.ScalarEvent:
-            if event.tag is not None and event.tag != "!":
-                self.bad(event.start_mark, "yaml-tag", f"tags ({event.tag}) are not allowed")
-            elif event.tag == "!":
-                self.bad(event.start_mark, "yaml-tag", "tags (!) are not allowed")
-            if not event.style and event.implicit[0]:
-                return self.plain(event)
-            return event.value
         if event.tag is not None:
             self.bad(event.start_mark, "yaml-tag", f"tags ({event.tag}) are not allowed")
         if depth > MAX_DEPTH:
             self.bad(event.start_mark, "yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels")
             raise _TooDeep
-        if cls is ev.SequenceStartEvent:
+        get = parser.get_event
+        locs = self.locs
+        if cls is _SeqStart:
             items: list[Any] = []
             index = 0
             while True:
-                child = parser.get_event()
-                if child.__class__ is ev.SequenceEndEvent:
+                child = get()
+                if child.__class__ is _SeqEnd:
                     return items
                 sub = key_path + (index,)
-                self.locs[sub] = (child.start_mark.line + 2, child.start_mark.column + 1)
+                locs[sub] = child.start_mark
                 items.append(self.node(parser, child, sub, depth + 1))
                 index += 1
-        # MappingStartEvent
+        # a mapping
         mapping: dict[str, Any] = {}
         while True:
-            key_event = parser.get_event()
-            if key_event.__class__ is ev.MappingEndEvent:
+            key_event = get()
+            key_cls = key_event.__class__
+            if key_cls is _MapEnd:
                 return mapping
-            mark = key_event.start_mark
-            key = self.key(parser, key_event, depth)
+            if key_cls is _Scalar and key_event.anchor is None and key_event.tag is None and key_event.value != "<<":
+                key: str | None = key_event.value
+            else:
+                key = self.key(parser, key_event, depth)
             sub = key_path + (key,)
-            value = self.node(parser, parser.get_event(), sub, depth + 1)
+            child = get()
+            if child.__class__ is _Scalar and child.anchor is None and child.tag is None:
+                value = self.plain(child) if not child.style else child.value
+            else:
+                value = self.node(parser, child, sub, depth + 1)
             if key is None:
                 continue
             if key in mapping:
-                self.bad(mark, "yaml-duplicate-key", f"duplicate key '{key}'")
+                self.bad(key_event.start_mark, "yaml-duplicate-key", f"duplicate key '{key}'")
                 continue
-            self.locs[sub] = (mark.line + 2, mark.column + 1)
+            locs[sub] = key_event.start_mark
             mapping[key] = value
 
+    def odd_scalar(self, event: Any) -> Any:
+        """A scalar with an anchor or a tag: reported, then read as if they were not there."""
+        if event.anchor is not None:
+            self.bad(event.start_mark, "yaml-anchor", f"anchors (&{event.anchor}) are not allowed")
+        if event.tag is not None:
+            self.bad(event.start_mark, "yaml-tag", f"tags ({event.tag}) are not allowed")
+        return self.plain(event) if not event.style and event.implicit[0] else event.value
+
     def key(self, parser: Any, event: Any, depth: int) -> str | None:
-        if event.__class__ is not ev.ScalarEvent:
+        if event.__class__ is not _Scalar:
             self.node(parser, event, (), depth + 1)
             self.bad(event.start_mark, "yaml-complex-key", "mapping keys must be plain strings")
             return None
@@ -266,14 +279,10 @@ class _Composer:
 
     def plain(self, event: Any) -> Any:
         value = event.value
-        if value in ("", "~", "null"):
-            return None
-        if value == "true":
-            return True
-        if value == "false":
-            return False
-        first = value[0]
-        if (first.isdigit() or first == "-") and (match := _NUMBER.fullmatch(value)):
+        special = _SPECIAL.get(value, _MISSING)
+        if special is not _MISSING:
+            return special
+        if value[0] in _NUMBER_START and (match := _NUMBER.fullmatch(value)):
             if len(value) > 64:
                 self.bad(event.start_mark, "yaml-number-range", "number has too many digits; quote it if it is text")
                 return value
@@ -287,6 +296,16 @@ class _Composer:
                 self.bad(event.start_mark, "yaml-number-range", "number is out of the range of a double")
             return real
         return value
+
+
+_Scalar = ev.ScalarEvent
+_Alias = ev.AliasEvent
+_SeqStart = ev.SequenceStartEvent
+_SeqEnd = ev.SequenceEndEvent
+_MapEnd = ev.MappingEndEvent
+_MISSING = object()
+_SPECIAL: dict[str, Any] = {"": None, "~": None, "null": None, "true": True, "false": False}
+_NUMBER_START = frozenset("-0123456789")
 
 
 class _TooDeep(Exception):

@@ -171,11 +171,7 @@ def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
 
 def _locs(doc: Document, *keys: str) -> dict[str, Any]:
     """Positions of the keys and list items the repository rules may point at."""
-    out: dict[str, Any] = {}
-    for key in keys:
-        if (key,) in doc.locs:
-            out[key] = doc.locs[(key,)]
-    return out
+    return {key: doc.loc((key,)) for key in keys if (key,) in doc.locs}
 
 
 def _item_locs(doc: Document, key: str, count: int) -> list:
