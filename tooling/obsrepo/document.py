@@ -195,8 +195,16 @@ class _Composer:
             else:
                 self.bad(mark, "yaml-syntax", f"invalid YAML: {problem}")
             return None
-        except YAMLError as exc:  # reader errors (control characters) carry no problem_mark
-            self.issues.append(_issue(self.path, 2, 1, "yaml-syntax", f"invalid YAML: {exc}"))
+        except YAMLError as exc:  # reader errors (control characters) carry a position instead
+            position = getattr(exc, "position", None)
+            line, col = 2, 1
+            if isinstance(position, int):
+                line = self.text.count("\n", 0, position) + 2
+                col = position - (self.text.rfind("\n", 0, position) + 1) + 1
+            character = getattr(exc, "character", None)
+            code = ord(character) if isinstance(character, str) and len(character) == 1 else character
+            what = f"character U+{code:04X}" if isinstance(code, int) else "a control character"
+            self.issues.append(_issue(self.path, line, col, "yaml-syntax", f"invalid YAML: {what} is not allowed in YAML text"))
             return None
         finally:
             parser.dispose()

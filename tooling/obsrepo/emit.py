@@ -21,6 +21,15 @@ _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _RESERVED = {"true", "false", "null", "~", "y", "n", "yes", "no", "on", "off"}
 
 
+# not printable in YAML, or a line break YAML would fold (NEL, LS, PS)
+_NON_PRINTABLE = re.compile("[^\t\n\r\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _quoted(value: str) -> str:
+    """A JSON string, with the characters YAML refuses to see raw written as escapes."""
+    return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+
+
 def scalar(value: Any) -> str:
     if value is None:
         return "null"
@@ -32,11 +41,11 @@ def scalar(value: Any) -> str:
         return json.dumps(value)
     if isinstance(value, str) and (_PLAIN.fullmatch(value) and value.lower() not in _RESERVED or _TIMESTAMP.fullmatch(value)):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return _quoted(value)
 
 
 def _key(key: str) -> str:
-    return key if _PLAIN_KEY.fullmatch(key) and key.lower() not in _RESERVED else json.dumps(key, ensure_ascii=False)
+    return key if _PLAIN_KEY.fullmatch(key) and key.lower() not in _RESERVED else _quoted(key)
 
 
 def _flow(value: Any) -> str:

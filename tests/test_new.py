@@ -1,0 +1,95 @@
+"""`obsrepo new`: valid documents from flags or JSON, the same codes as `check` on refusal."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from obsrepo import emit
+from obsrepo.document import read_document
+
+
+def run(cwd, *args, input=None):
+    return subprocess.run([sys.executable, "-m", "obsrepo", *args], cwd=cwd, input=input,
+                          capture_output=True, text=True)
+
+
+def test_new_from_flags_writes_a_document_that_checks(tmp_path):
+    proc = run(tmp_path, "new", "--source", "agent/crm", "--event", "Acme registered",
+               "--entity", "company/acme", "--field", "name=Acme Corp", "--field", "country=NO",
+               "--field", "employees=120", "--field", "zip=0755", "--tenant", "org=northwind,project=finance",
+               "--timestamp", "2026-02-01T10:00:00+01:00", "--body", "# Acme\nRegistered.", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    created = json.loads(proc.stdout)
+    assert created["path"] == f"observations/2026/02/01/{created['id']}.md"
+    assert created["id"].startswith("obs-20260201-090000-")
+    assert created["id"].endswith(created["content_hash"][:8])
+    doc = read_document(created["path"], (tmp_path / created["path"]).read_bytes())
+    assert doc.issues == []
+    assert doc.front["fields"] == {"name": "Acme Corp", "country": "NO", "employees": 120, "zip": "0755"}
+    assert doc.front["timestamp"] == "2026-02-01T09:00:00Z"
+    assert doc.front["tenant"] == {"org": "northwind", "project": "finance"}
+    assert run(tmp_path, "check").returncode == 0
+
+
+def test_same_content_twice_is_refused_and_nothing_is_written(tmp_path):
+    payload = json.dumps({"source": "agent:x", "event": "task 42 done", "timestamp": "2026-03-01T00:00:00Z",
+                          "scope": ["task/42"], "body": "Done."})
+    first = run(tmp_path, "new", "--json", "-", input=payload)
+    assert first.returncode == 0, first.stderr
+    second = run(tmp_path, "new", "--json", "-", "--format", "json", input=payload)
+    assert second.returncode == 1
+    assert json.loads(second.stdout)["error"]["code"] == "DUPLICATE_CONTENT"
+    assert len(list(tmp_path.rglob("*.md"))) == 1
+
+
+def test_invalid_input_is_refused_with_codes_and_locations(tmp_path):
+    payload = json.dumps({"source": "agent x", "event": "two\nlines", "priority": "5", "fields": {"a": 1}})
+    proc = run(tmp_path, "new", "--json", "-", "--format", "json", input=payload)
+    assert proc.returncode == 1
+    issues = json.loads(proc.stdout)["error"]["details"]["issues"]
+    assert {i["rule"] for i in issues} >= {"invalid-format", "event-one-line", "wrong-type"}
+    assert all(i["line"] >= 1 and i["col"] >= 1 for i in issues)
+    assert not list(tmp_path.rglob("*.md"))
+
+
+def test_new_refuses_an_id_and_a_correction_of_nothing(tmp_path):
+    proc = run(tmp_path, "new", "--json", "-", "--format", "json",
+               input=json.dumps({"id": "obs-1", "source": "a", "event": "e"}))
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "id"
+    proc = run(tmp_path, "new", "--source", "human/alice", "--event", "fix", "--corrects", "obs-missing",
+               "--format", "json")
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["error"]["code"] == "REF_NOT_FOUND"
+
+
+def test_bad_json_and_missing_flags_are_usage_or_input_errors(tmp_path):
+    proc = run(tmp_path, "new", "--json", "-", "--format", "json", input="{not json")
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["error"]["code"] == "VALIDATION_ERROR"
+    proc = run(tmp_path, "new", "--event", "x", "--format", "json")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["error"]["details"]["parameter"] == "--source"
+    proc = run(tmp_path, "new", "--source", "a", "--event", "x", "--priority", "high")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
+                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=30))
+json_value = st.recursive(json_leaf, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(min_size=1, max_size=10), inner, max_size=4)), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True), json_value, max_size=6))
+def test_emitted_yaml_reads_back_to_the_same_values(fields):
+    text = emit.document({"spec": "observation/v1", "data": fields}, "body")
+    doc = read_document("x.md", text.encode("utf-8", "surrogatepass"))
+    if any(isinstance(c, str) and any(0xD800 <= ord(ch) <= 0xDFFF for ch in c) for c in [text]):
+        return
+    assert [i for i in doc.issues if i.rule != "encoding-utf8"] == []
+    if not doc.issues:
+        assert doc.front["data"] == fields
