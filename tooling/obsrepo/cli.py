@@ -193,6 +193,115 @@ def parse_tenant(text: str, parameter: str) -> dict[str, str]:
     return binding
 
 
+def _tenant_option(value: str | None) -> dict[str, str]:
+    text = value if value is not None else os.environ.get("OBSREPO_TENANT")
+    return parse_tenant(text, "--tenant") if text else {}
+
+
+def _repository(index: str | None = None, tenant: str | None = None) -> Any:
+    from .api import Repository
+
+    return Repository(os.getcwd(), index=index, tenant=_tenant_option(tenant))
+
+
+index_option = click.option("--index", "index_path", metavar="PATH", envvar="OBSREPO_INDEX",
+                            help="The index file (default .obsrepo/index.duckdb).")
+tenant_option = click.option("--tenant", metavar="org=…[,project=…]", help="Bind every read to this tenant (or OBSREPO_TENANT).")
+
+
+@main.command("index")
+@click.option("--rev", default=None, metavar="REV", help="The commit to index (default HEAD).")
+@click.option("--full", is_flag=True, help="Rebuild from scratch instead of updating.")
+@click.option("--strict", is_flag=True, help="Exit 1 (and keep the previous index) if history holds invalid documents.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no warnings.")
+@index_option
+@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True)
+@handled
+def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_path: str | None, output_format: str) -> int:
+    """Build or update the DuckDB index from git objects at REV."""
+    repo = _repository(index_path)
+    progress = None if quiet or output_format == "json" or not sys.stderr.isatty() else _progress_bar()
+    result = repo.index(rev, full=full, progress=progress, strict=strict)
+    if output_format == "json":
+        _emit_json(result.as_dict())
+    elif not quiet:
+        for problem in result.problems:
+            click.echo(f"warning: {problem.as_text()}", err=True)
+        kind = "built" if result.full else "updated"
+        click.echo(f"index {kind} at {result.commit[:12]}: +{result.added} -{result.removed} documents, "
+                   f"{result.commits} commit{'s' if result.commits != 1 else ''}", err=True)
+    return errors.EXIT_PROBLEMS if strict and result.problems else errors.EXIT_OK
+
+
+def _progress_bar() -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        sys.stderr.write(f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {100 * done // max(total, 1):3d}%")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+@main.command()
+@click.option("--scope", "scopes", multiple=True, help="A scope id (repeatable; matches ANY).")
+@click.option("--type", "type_", help="Exact event type.")
+@click.option("--source", help="Source prefix, taken literally (agent: matches agent:x).")
+@click.option("--after", help="From this time on (inclusive): ISO 8601 with a timezone, or a date.")
+@click.option("--before", help="Before this time (exclusive).")
+@click.option("--entity", help="Observations about this entity.")
+@click.option("--org")
+@click.option("--project")
+@click.option("--agent")
+@click.option("--user")
+@click.option("--max-classification", type=click.Choice(["public", "internal", "confidential", "restricted"]))
+@click.option("--text", help="Full-text search (BM25) over event and body.")
+@click.option("--at", metavar="REV", help="The repository as it was at REV.")
+@click.option("--include-retracted", is_flag=True)
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--offset", type=int, default=0, show_default=True)
+@click.option("--order", type=click.Choice(["desc", "asc"]), default="desc", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["short", "full", "json", "jsonl"]), default="short", show_default=True)
+@tenant_option
+@index_option
+@handled
+def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after: str | None, before: str | None,
+          entity: str | None, org: str | None, project: str | None, agent: str | None, user: str | None,
+          max_classification: str | None, text: str | None, at: str | None, include_retracted: bool, limit: int,
+          offset: int, order: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
+    """Scoped queries over observations (seed 002's output modes)."""
+    from .query import QueryRequest, parse_time
+    from .render import render_observations
+
+    request = QueryRequest(
+        scopes=scopes, type=type_, source=source, entity=entity, text=text, include_retracted=include_retracted,
+        after=parse_time(after, "--after") if after else None, before=parse_time(before, "--before") if before else None,
+        max_classification=max_classification, limit=limit, offset=offset, order=order,
+    )
+    request.validate()
+    repo = _repository(index_path, tenant)
+    page = repo.query(request, at=at, where={k: v for k, v in
+                                             (("org", org), ("project", project), ("agent", agent), ("user", user)) if v})
+    click.echo(render_observations(page, output_format))
+    return errors.EXIT_OK
+
+
+@main.command()
+@click.argument("statement")
+@click.option("--format", "output_format", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@index_option
+@handled
+def sql(statement: str, output_format: str, index_path: str | None) -> int:
+    """Run one read-only SQL statement against the index."""
+    from .sql import render
+
+    columns, rows = _repository(index_path).sql(statement)
+    click.echo(render(columns, rows, output_format))
+    return errors.EXIT_OK
+
+
 def _root() -> str:
     from .gitstore import Git
 

@@ -32,3 +32,36 @@ def render_report(report: Report, output_format: str) -> None:
     summary = f"checked {report.checked} document{'s' if report.checked != 1 else ''}: "
     summary += "ok" if report.ok else f"{errors} problem{'s' if errors != 1 else ''}"
     click.echo(summary, err=True)
+
+
+def _stamp_ms(iso: str) -> str:
+    """`2026-02-13T10:25:00Z` → `2026-02-13T10:25:00.000Z` (seed 002's short and full modes)."""
+    from datetime import datetime
+
+    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def render_observations(page: dict, output_format: str) -> str:
+    """Seed 002's output modes: short, full, json, jsonl."""
+    records = page["observations"]
+    if output_format == "json":
+        return json.dumps(page, ensure_ascii=False)
+    if output_format == "jsonl":
+        return "\n".join(json.dumps(r, ensure_ascii=False) for r in records)
+    if not records:
+        return "No observations found."
+    if output_format == "short":
+        return "\n".join(f"[{_stamp_ms(r['timestamp'])}] [{r['type'] or '-'}] {r['event']}" for r in records)
+    entries = []
+    for r in records:
+        lines = [f"[{_stamp_ms(r['timestamp'])}] [{r['type'] or '-'}] source={r['source']}", r["event"]]
+        body = (r["body"] or "").strip()
+        if body:
+            lines.append(body)
+        if r["data"] is not None:
+            lines.append(json.dumps(r["data"], ensure_ascii=False))
+        if r["scope"]:
+            lines.append("scopes: " + ", ".join(r["scope"]))
+        entries.append("\n".join(lines))
+    return "\n\n".join(entries)

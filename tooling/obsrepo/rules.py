@@ -51,6 +51,7 @@ class Analysis:
     kind: str  # "observation" | "comprehension" | "other"
     issues: list[Issue] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # None when the document is invalid
+    record: dict[str, Any] | None = None  # every value, for the index (not cached)
 
     def to_cache(self) -> list:
         return [self.kind, [list(i.__dict__.values())[1:] for i in self.issues], self.facts]
@@ -77,14 +78,14 @@ def content_hash(front: dict[str, Any], body: str) -> str:
     return hashlib.sha256((canonical + "\n" + normalized).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def analyze(path: str, data: bytes) -> Analysis:
+def analyze(path: str, data: bytes, with_record: bool = False) -> Analysis:
     """Parse, validate and extract facts; path-dependent rules are applied by `place`."""
     kind = kind_of(path)
     doc = read_document(path, data)
     result = Analysis(kind, list(doc.issues))
     if doc.front is None:
         return result
-    core, _extensions = split_extensions(doc.front)
+    core, extensions = split_extensions(doc.front)
     spec = core.get("spec")
     if spec == COMPREHENSION_SPEC or (spec != OBSERVATION_SPEC and kind == "comprehension"):
         model_cls: type[Observation] | type[Comprehension] = Comprehension
@@ -99,9 +100,69 @@ def analyze(path: str, data: bytes) -> Analysis:
         return result
     if isinstance(model, Observation):
         result.facts = _observation_facts(doc, model)
+        if with_record:
+            result.record = observation_record(model, doc.body, extensions, result.facts["hash"])
     else:
         result.facts = _comprehension_facts(doc, model)
+        if with_record:
+            result.record = comprehension_record(model, doc.body, extensions)
     return result
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def observation_record(obs: Observation, body: str, extensions: dict[str, Any], digest: str) -> dict[str, Any]:
+    """One observation as the index stores it: plain values, JSON text for nested data."""
+    tenant = obs.tenant_mapping
+    return {
+        "id": obs.id,
+        "timestamp": obs.timestamp,
+        "source": obs.source,
+        "event": obs.event,
+        "type": obs.type,
+        "body": body.lstrip("\n").rstrip(),
+        "scope": list(obs.scope or []),
+        "entity": obs.entity,
+        "entity_type": obs.entity.split("/", 1)[0] if obs.entity else None,
+        "fields": _json(obs.fields),
+        "priority": obs.effective_priority,
+        "specificity": float(obs.specificity or 0.0),
+        "corrects": list(obs.corrects or []),
+        "retracts": list(obs.retracts or []),
+        "relations": [{"type": r.type, "target": r.target} for r in obs.relations or []],
+        "tenant_org": tenant.get("org"),
+        "tenant_project": tenant.get("project"),
+        "tenant_agent": tenant.get("agent"),
+        "tenant_user": tenant.get("user"),
+        "classification": obs.classification,
+        "source_ref": obs.source_ref,
+        "interpretation": obs.interpretation,
+        "data": _json(obs.data),
+        "context": _json(obs.context),
+        "trace_ref": obs.trace_ref,
+        "extensions": _json(extensions or None),
+        "content_hash": digest,
+    }
+
+
+def comprehension_record(comp: Comprehension, body: str, extensions: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": comp.id,
+        "topic": comp.topic,
+        "domain": comp.domain,
+        "created": comp.created,
+        "updated": comp.updated,
+        "version": comp.version,
+        "verified": comp.verified,
+        "prior": _json(comp.prior.model_dump()),
+        "posterior": _json(comp.posterior.model_dump()),
+        "observations": list(comp.observations),
+        "observations_used": list(comp.posterior.observations_used),
+        "body": body.lstrip("\n").rstrip(),
+        "extensions": _json(extensions or None),
+    }
 
 
 def place(path: str, analysis: Analysis) -> list[Issue]:

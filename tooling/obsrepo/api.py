@@ -1,0 +1,83 @@
+"""The library facade: `Repository(path)`. The CLI and the MCP server both call it.
+
+    from obsrepo import Repository
+    repo = Repository(".", tenant={"org": "northwind"})
+    repo.index()
+    page = repo.query(QueryRequest(scopes=("task/42",)))
+    rows = repo.sql("SELECT count(*) AS n FROM observations")
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from .errors import GitError, UsageError
+from .gitstore import Git
+from .query import QueryRequest
+
+
+class Repository:
+    def __init__(self, path: str = ".", *, index: str | None = None, tenant: dict[str, str] | None = None) -> None:
+        git = Git.discover(path)
+        if git is None:
+            raise GitError(f"{os.path.abspath(path)} is not inside a git repository")
+        self.git = git
+        self.root = git.root
+        from .index.store import index_path
+
+        self.index_file = index_path(self.root, index)
+        self.tenant = dict(tenant or {})
+
+    # -- index -------------------------------------------------------------------------
+    def index(self, rev: str | None = None, *, full: bool = False, strict: bool = False,
+              progress: Callable[[int, int], None] | None = None) -> Any:
+        """Build or update the index to REV (default HEAD); returns a BuildResult.
+        With `strict`, invalid documents in history leave the previous index published."""
+        from .index import IndexFiles, build
+
+        target = self.git.resolve(rev or "HEAD", "--rev")
+        return build(self.git, IndexFiles(self.index_file), target, full=full, progress=progress, strict=strict)
+
+    def _reader(self) -> Any:
+        from .index import IndexFiles, reader_at_least
+
+        head = self.git.resolve("HEAD", "--at") if self.git.has_head() else None
+        if head is None:
+            raise GitError("the repository has no commits yet: nothing to index")
+        return reader_at_least(self.git, IndexFiles(self.index_file), head)
+
+    # -- queries -----------------------------------------------------------------------
+    def query(self, request: QueryRequest, at: str | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
+        """Scoped observations. `where` narrows by tenant keys (--org/--project/…) inside the
+        caller's binding; it can never widen it."""
+        from .query import run_query, view_at
+
+        request.validate()
+        binding = dict(self.tenant)
+        for key, value in (where or {}).items():
+            if key in binding and binding[key] != value:
+                return {"observations": [], "total": 0, "limit": request.limit, "offset": request.offset,
+                        "at_commit": self.git.resolve(at, "--at") if at else None}
+            binding[key] = value
+        request.tenant = binding
+        con = self._reader()
+        try:
+            at_sha = self.git.resolve(at, "--at") if at else con.execute(
+                "SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
+            return run_query(con, view_at(con, self.git, at_sha), request)
+        finally:
+            con.close()
+
+    def sql(self, statement: str) -> tuple[list[str], list[tuple]]:
+        """Run one read-only statement; returns (column names, rows)."""
+        from .sql import run_sql
+
+        if self.tenant:
+            raise UsageError("`sql` reads every tenant's rows; it is not available to a tenant-bound caller",
+                             parameter="--tenant")
+        con = self._reader()
+        try:
+            return run_sql(con, statement)
+        finally:
+            con.close()

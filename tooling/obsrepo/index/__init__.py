@@ -1,0 +1,33 @@
+"""The DuckDB index: the only user of DuckDB. Built from git objects, published atomically."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import IndexFault
+from ..gitstore import Git
+from .build import BuildResult, build
+from .store import IndexFiles, index_path, open_reader
+
+__all__ = ["BuildResult", "IndexFiles", "build", "index_path", "open_reader", "reader_at_least"]
+
+
+def reader_at_least(git: Git, files: IndexFiles, target: str | None, auto_update: bool = True,
+                    progress: Callable[[int, int], None] | None = None) -> Any:
+    """A read-only connection to an index that is trustworthy and, when `target` is given,
+    reflects it. A missing, damaged or outdated index is rebuilt or updated from git first."""
+    try:
+        con = open_reader(files.path)
+    except IndexFault:
+        if not auto_update:
+            raise
+        build(git, files, target or git.resolve("HEAD"), progress=progress)
+        return open_reader(files.path)
+    if target is None or not auto_update:
+        return con
+    indexed = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
+    if indexed == target:
+        return con
+    con.close()
+    build(git, files, target, progress=progress)
+    return open_reader(files.path)

@@ -1,0 +1,316 @@
+"""Build or update the index from git objects (never the work tree).
+
+A full build and an update run the same code: find how much of the stored first-parent
+chain the target's chain still shares, undo what lies beyond it (a branch that moved
+backwards or was force-pushed), then apply each new chain commit's changes in order.
+The writer works on a private copy and publishes it atomically (see `store`).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..gitstore import Change, Git
+from ..report import Issue
+from ..rules import analyze, kind_of, place
+from . import history
+from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, TABLES, VIEWS
+from .store import IndexFiles, load_fts, publish
+
+PARALLEL_THRESHOLD = 2000
+
+OBS_COLUMNS = [
+    "row_id", "added_seq", "removed_seq", "id", "path", "blob", "timestamp", "source", "event", "type",
+    "body", "scope", "entity", "entity_type", "fields", "priority", "specificity", "corrects", "retracts",
+    "relations", "tenant_org", "tenant_project", "tenant_agent", "tenant_user", "classification",
+    "class_rank", "source_ref", "interpretation", "data", "context", "trace_ref", "extensions",
+    "content_hash", "commit", "author", "author_email", "committed_at",
+]
+COMP_COLUMNS = [
+    "row_id", "added_seq", "removed_seq", "id", "path", "blob", "topic", "domain", "created", "updated",
+    "version", "verified", "prior", "posterior", "observations", "observations_used", "body", "extensions",
+    "commit", "author", "author_email", "committed_at",
+]
+
+
+@dataclass
+class BuildResult:
+    commit: str
+    full: bool
+    added: int = 0
+    removed: int = 0
+    commits: int = 0
+    problems: list[Issue] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "commit": self.commit, "full": self.full, "added": self.added, "removed": self.removed,
+            "commits": self.commits, "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+class StrictFailure(Exception):
+    """Raised inside the writer to discard the private copy under --strict."""
+
+
+def build(git: Git, files: IndexFiles, target: str, full: bool = False,
+          progress: Callable[[int, int], None] | None = None, strict: bool = False) -> BuildResult:
+    """Bring the index to commit `target` (a full sha) and publish it."""
+    import duckdb
+
+    with files.writer_lock():
+        existing = None if full else files.current_commit_chain()
+        work = files.private_copy(existing is not None)
+        con = duckdb.connect(work)
+        try:
+            load_fts(con)
+            if existing is None:
+                con.execute(TABLES)
+            result = _apply(git, con, target, existing, progress)
+            if strict and result.problems:
+                raise StrictFailure
+            con.execute(VIEWS)
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?), ('format_version', ?)", [target, FORMAT_VERSION])
+            con.execute("CHECKPOINT")
+        except StrictFailure:
+            con.close()
+            files.discard(work)
+            return result
+        except BaseException:
+            con.close()
+            files.discard(work)
+            raise
+        con.close()
+        publish(work, files.path)
+        return result
+
+
+def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
+           progress: Callable[[int, int], None] | None) -> BuildResult:
+    new_chain = history.chain(git, target)
+    keep = _shared_prefix(stored or [], [c.sha for c in new_chain])
+    result = BuildResult(target, stored is None)
+    if stored is not None and keep < len(stored) - 1:
+        _truncate(con, keep)
+    con.execute("DELETE FROM commits WHERE seq > ?", [keep])
+    appended = new_chain[keep + 1 :]
+    result.commits = len(appended)
+    if not appended:
+        return result
+    _insert_commits(con, keep, appended)
+    since = new_chain[keep].sha if keep >= 0 else None
+    changes = history.mainline_changes(git, since, target)
+    seq_of = {c.sha: keep + 1 + i for i, c in enumerate(appended)}
+    info = {c.sha: c for c in appended}
+    authors: dict[tuple[str, str], str] = {}
+    if history.has_merges(git, since, target):
+        authors = history.authored(git, since, target)
+        info.update(history.commit_info(git, [s for s in authors.values() if s not in info]))
+
+    removals: list[tuple[str, int]] = []  # (path, seq)
+    additions: list[tuple[str, str, int, str]] = []  # (path, blob, seq, commit)
+    for sha in sorted(changes, key=lambda s: seq_of[s]):
+        seq = seq_of[sha]
+        for change in sorted(changes[sha], key=lambda c: c.path):
+            if change.status in ("D", "M", "T"):
+                removals.append((change.path, seq))
+            if change.status in ("A", "M", "T") and change.new_mode in ("100644", "100755"):
+                additions.append((change.path, change.new_sha, seq, authors.get((change.path, change.new_sha), sha)))
+    result.removed = _remove(con, removals)
+    result.added, result.problems = _add(git, con, additions, info, progress)
+    return result
+
+
+def _insert_commits(con: Any, keep: int, appended: list) -> None:
+    import pyarrow as pa
+
+    con.register("new_commits", pa.table({
+        "seq": pa.array(range(keep + 1, keep + 1 + len(appended)), pa.int32()),
+        "sha": [c.sha for c in appended],
+        "committed_at": pa.array([utc(c.committed_at) for c in appended], pa.timestamp("us")),
+        "author": [c.author for c in appended],
+        "author_email": [c.author_email for c in appended],
+    }))
+    con.execute("INSERT INTO commits SELECT * FROM new_commits")
+    con.unregister("new_commits")
+
+
+def _shared_prefix(stored: list[str], new: list[str]) -> int:
+    """The last seq at which both chains agree (chains from one root agree on a prefix)."""
+    low, high = 0, min(len(stored), len(new)) - 1
+    if high < 0 or stored[0] != new[0]:
+        return -1
+    while low < high:  # invariant: stored[low] == new[low]
+        mid = (low + high + 1) // 2
+        if stored[mid] == new[mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _truncate(con: Any, keep: int) -> None:
+    """Forget every chain commit after `keep`: the branch moved backwards or was rewritten."""
+    for table in ("obs_versions", "comp_versions"):
+        if table == "obs_versions":
+            con.execute("DELETE FROM obs_terms WHERE row_id IN (SELECT row_id FROM obs_versions WHERE added_seq > ?)", [keep])
+        con.execute(f"DELETE FROM {table} WHERE added_seq > ?", [keep])
+        con.execute(f"UPDATE {table} SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
+    con.execute("DELETE FROM problems WHERE added_seq > ?", [keep])
+    con.execute(f"UPDATE problems SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
+
+
+def _remove(con: Any, removals: list[tuple[str, int]]) -> int:
+    """Close the visibility range of each path's current version at the commit that removed it."""
+    if not removals:
+        return 0
+    import pyarrow as pa
+
+    con.register("removed", pa.table({"path": [p for p, _ in removals], "seq": pa.array([s for _, s in removals], pa.int32())}))
+    count = 0
+    for table in ("obs_versions", "comp_versions", "problems"):
+        changed = con.execute(
+            f"UPDATE {table} AS t SET removed_seq = r.seq FROM removed r "
+            f"WHERE t.path = r.path AND t.removed_seq = {NOW} AND t.added_seq < r.seq"
+        ).fetchone()
+        if table != "problems" and changed:
+            count += changed[0]
+    con.unregister("removed")
+    return count
+
+
+def _parse_job(job: tuple[str, bytes]) -> tuple[list, Any]:
+    path, data = job
+    analysis = analyze(path, data, with_record=True)
+    issues = analysis.issues + place(path, analysis)
+    return [[i.line, i.col, i.code, i.rule, i.message] for i in issues], analysis.record
+
+
+def _parse_all(jobs: list[tuple[str, bytes]]) -> list[tuple[list, Any]]:
+    if len(jobs) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+        with context.Pool(min(2, os.cpu_count() or 1)) as pool:
+            return pool.map(_parse_job, jobs, chunksize=256)
+    return [_parse_job(job) for job in jobs]
+
+
+def parse_blobs(git: Git, files: list[tuple[str, str]],
+                progress: Callable[[int, int], None] | None = None) -> list[tuple[list, Any]]:
+    """Analyse (path, blob) pairs; each result is (issues as rows, record or None)."""
+    blobs: dict[str, bytes] = {}
+    wanted = sorted({blob for _, blob in files})
+    for count, (sha, data) in enumerate(git.read_blobs(wanted), 1):
+        blobs[sha] = data
+        if progress and count % 5000 == 0:
+            progress(count, len(wanted) * 2)
+    parsed = _parse_all([(path, blobs[blob]) for path, blob in files])
+    if progress:
+        progress(len(wanted) * 2, len(wanted) * 2)
+    return parsed
+
+
+def rows_for(files: list[tuple[str, str, int, str]], parsed: list[tuple[list, Any]], first_row: int,
+             info: dict[str, history.Commit]) -> tuple[list[dict], list[dict], list[tuple], list[Issue]]:
+    """Index rows for parsed documents: (path, blob, added_seq, commit) → observation rows,
+    comprehension rows, problem rows, and the problems as warnings."""
+    obs_rows: list[dict] = []
+    comp_rows: list[dict] = []
+    problem_rows: list[tuple] = []
+    problems: list[Issue] = []
+    for (path, blob, seq, commit), (issues, record) in zip(files, parsed):
+        if issues:
+            for line, col, code, rule, message in issues:
+                problem_rows.append((seq, NOW, path, blob, line, col, code, rule, message))
+                problems.append(Issue(path, line, col, code, rule, message, "warning"))
+            continue
+        meta = info[commit]
+        row = dict(record, row_id=first_row + len(obs_rows) + len(comp_rows), added_seq=seq, removed_seq=NOW,
+                   path=path, blob=blob, commit=commit, author=meta.author, author_email=meta.author_email,
+                   committed_at=meta.committed_at)
+        (comp_rows if kind_of(path) == "comprehension" else obs_rows).append(row)
+    return obs_rows, comp_rows, problem_rows, problems
+
+
+def _add(git: Git, con: Any, additions: list[tuple[str, str, int, str]], info: dict,
+         progress: Callable[[int, int], None] | None) -> tuple[int, list[Issue]]:
+    additions = [a for a in additions if kind_of(a[0]) != "other"]
+    if not additions:
+        return 0, []
+    parsed = parse_blobs(git, [(path, blob) for path, blob, _, _ in additions], progress)
+    first_row = con.execute(
+        "SELECT coalesce(max(row_id), -1) + 1 FROM (SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"
+    ).fetchone()[0]
+    obs_rows, comp_rows, problem_rows, problems = rows_for(additions, parsed, first_row, info)
+    insert_rows(con, "obs_versions", OBS_COLUMNS, obs_rows)
+    insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)
+    if problem_rows:
+        con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
+    if obs_rows:
+        index_terms(con, "obs_versions", "obs_terms", obs_rows[0]["row_id"])
+    return len(obs_rows) + len(comp_rows), problems
+
+
+def _arrow_types() -> dict[str, Any]:
+    import pyarrow as pa
+
+    text = pa.string()
+    texts = pa.list_(pa.string())
+    stamp = pa.timestamp("us")  # UTC; DuckDB TIMESTAMP
+    return {
+        "row_id": pa.int64(), "added_seq": pa.int32(), "removed_seq": pa.int32(), "timestamp": stamp,
+        "scope": texts, "corrects": texts, "retracts": texts, "observations": texts, "observations_used": texts,
+        "relations": pa.list_(pa.struct([("type", text), ("target", text)])), "priority": pa.int32(),
+        "specificity": pa.float64(), "class_rank": pa.int8(), "committed_at": stamp, "created": stamp,
+        "updated": stamp, "version": pa.int32(), "verified": pa.bool_(),
+    }
+
+
+def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> None:
+    if not rows:
+        return
+    import pyarrow as pa
+
+    types = _arrow_types()
+    if table == "obs_versions":
+        for row in rows:
+            row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
+    for name in ("timestamp", "committed_at", "created", "updated"):
+        if name in columns:
+            for row in rows:
+                row[name] = utc(row[name])
+    arrays = {name: pa.array([row[name] for row in rows], types.get(name, pa.string())) for name in columns}
+    con.register("incoming", pa.table(arrays))
+    quoted = ", ".join(f'"{c}"' for c in columns)
+    con.execute(f"INSERT INTO {table} ({quoted}) SELECT {quoted} FROM incoming")
+    con.unregister("incoming")
+
+
+def utc(moment: datetime) -> datetime:
+    """Naive UTC, as DuckDB TIMESTAMP columns hold it."""
+    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+TOKENS = r"regexp_split_to_array(lower(strip_accents({})), '[^\p{{L}}\p{{N}}]+')"
+
+
+def index_terms(con: Any, table: str, terms: str, first_row: int) -> None:
+    """Terms for BM25 (stemmed by the fts extension), and each document's length."""
+    tokens = TOKENS.format("event || ' ' || body")
+    con.execute(
+        f"""
+        INSERT INTO {terms}
+        SELECT row_id, stem(token, 'porter') AS term, count(*)::INTEGER AS tf
+        FROM (SELECT row_id, unnest({tokens}) AS token FROM {table} WHERE row_id >= ?)
+        WHERE token <> '' GROUP BY ALL
+        """,
+        [first_row],
+    )
+    con.execute(
+        f"UPDATE {table} SET doc_len = len(list_filter({tokens}, x -> x <> '')) WHERE row_id >= ?",
+        [first_row],
+    )

@@ -1,0 +1,69 @@
+"""The index's tables. Physical `*_versions` tables hold every version of every document on
+the first-parent chain of the indexed commit, each visible at commit sequence numbers
+`added_seq <= s < removed_seq`; the public views show the indexed commit.
+"""
+
+FORMAT_VERSION = "1"
+NOW = 2147483647  # removed_seq of what is present at the indexed commit
+CLASSIFICATION_RANK = {"public": 0, "internal": 1, "confidential": 2, "restricted": 3}
+
+TABLES = f"""
+CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+CREATE TABLE commits (
+    seq INTEGER NOT NULL, sha VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL,
+    author VARCHAR NOT NULL, author_email VARCHAR NOT NULL
+);
+CREATE TABLE obs_versions (
+    row_id BIGINT NOT NULL, added_seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL,
+    id VARCHAR NOT NULL, path VARCHAR NOT NULL, blob VARCHAR NOT NULL,
+    timestamp TIMESTAMP NOT NULL, source VARCHAR NOT NULL, event VARCHAR NOT NULL, type VARCHAR,
+    body VARCHAR NOT NULL, scope VARCHAR[] NOT NULL, entity VARCHAR, entity_type VARCHAR, fields JSON,
+    priority INTEGER NOT NULL, specificity DOUBLE NOT NULL, corrects VARCHAR[] NOT NULL,
+    retracts VARCHAR[] NOT NULL, relations STRUCT(type VARCHAR, target VARCHAR)[] NOT NULL,
+    tenant_org VARCHAR, tenant_project VARCHAR, tenant_agent VARCHAR, tenant_user VARCHAR,
+    classification VARCHAR NOT NULL, class_rank TINYINT NOT NULL, source_ref VARCHAR,
+    interpretation VARCHAR, data JSON, context JSON, trace_ref VARCHAR, extensions JSON,
+    content_hash VARCHAR NOT NULL, "commit" VARCHAR NOT NULL, author VARCHAR NOT NULL,
+    author_email VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL, doc_len INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE obs_terms (row_id BIGINT NOT NULL, term VARCHAR NOT NULL, tf INTEGER NOT NULL);
+CREATE TABLE comp_versions (
+    row_id BIGINT NOT NULL, added_seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL,
+    id VARCHAR NOT NULL, path VARCHAR NOT NULL, blob VARCHAR NOT NULL, topic VARCHAR NOT NULL,
+    domain VARCHAR NOT NULL, created TIMESTAMP NOT NULL, updated TIMESTAMP NOT NULL,
+    version INTEGER NOT NULL, verified BOOLEAN NOT NULL, prior JSON NOT NULL, posterior JSON NOT NULL,
+    observations VARCHAR[] NOT NULL, observations_used VARCHAR[] NOT NULL, body VARCHAR NOT NULL,
+    extensions JSON, "commit" VARCHAR NOT NULL, author VARCHAR NOT NULL, author_email VARCHAR NOT NULL,
+    committed_at TIMESTAMP NOT NULL
+);
+CREATE TABLE problems (
+    added_seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL, path VARCHAR NOT NULL, blob VARCHAR NOT NULL,
+    line INTEGER NOT NULL, col INTEGER NOT NULL, code VARCHAR NOT NULL, rule VARCHAR NOT NULL,
+    message VARCHAR NOT NULL
+);
+"""
+
+OBSERVATION_COLUMNS = """id, timestamp, source, event, type, body, scope, entity, entity_type, fields,
+    priority, specificity, corrects, retracts, relations, tenant_org, tenant_project, tenant_agent,
+    tenant_user, classification, source_ref, interpretation, data, context, trace_ref, extensions,
+    content_hash, path, blob, "commit", author, author_email, committed_at"""
+
+VIEWS = f"""
+CREATE OR REPLACE VIEW observations AS
+    SELECT {OBSERVATION_COLUMNS} FROM obs_versions WHERE removed_seq = {NOW};
+CREATE OR REPLACE VIEW observation_scopes AS
+    SELECT id AS observation_id, unnest(scope) AS scope_id FROM observations;
+CREATE OR REPLACE VIEW observation_fields AS
+    SELECT o.id AS observation_id, o.entity, f.key AS field, f.value::JSON AS value
+    FROM observations o, json_each(o.fields) f WHERE o.fields IS NOT NULL;
+CREATE OR REPLACE VIEW relations AS
+    SELECT id AS observation_id, entity AS source_entity, r.type AS type, r.target AS target_entity, path
+    FROM (SELECT id, entity, path, unnest(relations) AS r FROM observations);
+CREATE OR REPLACE VIEW comprehensions AS
+    SELECT id, topic, domain, created, updated, version, verified, prior, posterior, body, extensions,
+           path, blob, "commit", author, committed_at
+    FROM comp_versions WHERE removed_seq = {NOW};
+CREATE OR REPLACE VIEW comprehension_observations AS
+    SELECT c.id AS comprehension_id, o AS observation_id, list_contains(c.observations_used, o) AS used
+    FROM (SELECT id, observations_used, unnest(observations) AS o FROM comp_versions WHERE removed_seq = {NOW}) c;
+"""

@@ -1,0 +1,139 @@
+"""The index file: where it lives, how a writer publishes a new generation, how readers open it.
+
+DuckDB lets one process write or many read a file, never both. So the writer never writes
+the published file: it builds a private copy (`<index>.tmp-<pid>`), checkpoints and closes
+it, then renames it over the published one. A reader holds the generation it opened until it
+closes it; new readers get the new one; `kill -9` at any moment leaves the published file
+untouched. Writers are serialised by an advisory lock on `<index>.lock`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import IndexFault
+from .schema import FORMAT_VERSION
+
+DEFAULT_INDEX = os.path.join(".obsrepo", "index.duckdb")
+
+
+def index_path(root: str, given: str | None) -> str:
+    chosen = given or os.environ.get("OBSREPO_INDEX") or os.path.join(root, DEFAULT_INDEX)
+    return os.path.abspath(chosen)
+
+
+def load_fts(con: Any) -> None:
+    """The fts extension from the `duckdb-extension-fts` package (offline), else DuckDB's own."""
+    try:
+        import duckdb_extension_fts
+
+        import duckdb
+
+        folder = Path(duckdb_extension_fts.__file__).parent / "extensions" / f"v{duckdb.__version__}"
+        candidates = sorted(folder.glob("fts.duckdb_extension"))
+        if candidates:
+            con.execute(f"LOAD '{candidates[0].as_posix()}'")
+            return
+    except ImportError:
+        pass
+    try:
+        con.execute("LOAD fts")
+    except Exception as exc:  # noqa: BLE001 - any DuckDB failure means the same thing here
+        raise IndexFault(
+            "DuckDB's fts extension is not available: install the duckdb-extension-fts package "
+            "whose version matches duckdb", detail=str(exc)
+        ) from None
+
+
+class IndexFiles:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lock_path = path + ".lock"
+
+    @contextlib.contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        import fcntl
+
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        with open(self.lock_path, "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                self._sweep()
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _sweep(self) -> None:
+        """Private copies left by writers that were killed (we hold the lock: none is live)."""
+        for stale in glob.glob(glob.escape(self.path) + ".tmp-*"):
+            with contextlib.suppress(OSError):
+                os.remove(stale)
+
+    def current_commit_chain(self) -> list[str] | None:
+        """The stored first-parent chain, or None when there is no trustworthy index."""
+        try:
+            con = open_reader(self.path)
+        except IndexFault:
+            return None
+        try:
+            return [row[0] for row in con.execute("SELECT sha FROM commits ORDER BY seq").fetchall()]
+        except Exception:  # noqa: BLE001 - a damaged file: rebuild
+            return None
+        finally:
+            con.close()
+
+    def private_copy(self, copy: bool) -> str:
+        work = f"{self.path}.tmp-{os.getpid()}"
+        for leftover in (work, work + ".wal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(leftover)
+        if copy:
+            shutil.copyfile(self.path, work)
+        return work
+
+    @staticmethod
+    def discard(work: str) -> None:
+        for leftover in (work, work + ".wal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(leftover)
+
+
+def publish(work: str, path: str) -> None:
+    with open(work, "rb+") as handle:
+        os.fsync(handle.fileno())
+    os.replace(work, path)
+    directory = os.open(os.path.dirname(path), os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def open_reader(path: str, *, sandbox: bool = True) -> Any:
+    """A read-only connection to a published index, checked before it is trusted."""
+    import duckdb
+
+    if not os.path.exists(path):
+        raise IndexFault(f"no index at {path}", path=path)
+    try:
+        con = duckdb.connect(path, read_only=True)
+    except Exception as exc:  # noqa: BLE001
+        raise IndexFault(f"the index at {path} cannot be opened: {exc}", path=path) from None
+    try:
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+    except Exception as exc:  # noqa: BLE001
+        con.close()
+        raise IndexFault(f"the index at {path} is damaged: {exc}", path=path) from None
+    if meta.get("format_version") != FORMAT_VERSION or len(meta.get("commit", "")) != 40:
+        con.close()
+        raise IndexFault(f"the index at {path} has format {meta.get('format_version')!r}, expected {FORMAT_VERSION}", path=path)
+    load_fts(con)
+    if sandbox:
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    return con
