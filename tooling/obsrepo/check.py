@@ -9,7 +9,7 @@ from typing import Iterable
 from . import errors, graph
 from .cache import AnalysisCache
 from .errors import UsageError
-from .gitstore import EMPTY_TREE, Git
+from .gitstore import EMPTY_TREE, NULL_SHA, Git, blob_sha
 from .report import Issue, Report
 from .rules import Analysis, analyze, kind_of, place
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source, commit, staged, worktree
@@ -59,12 +59,8 @@ def run_check(request: CheckRequest) -> Report:
         report.checked += 1
 
     for item in source.listed:
-        if item.mode == "120000":
-            report.issues.append(Issue(item.path, 1, 1, errors.IMMUTABLE_VIOLATION, "symlink",
-                                       "a symlink under the document folders; documents are regular files"))
-        elif item.mode == "160000":
-            report.issues.append(Issue(item.path, 1, 1, errors.IMMUTABLE_VIOLATION, "submodule",
-                                       "a submodule under the document folders; documents are regular files"))
+        if item.mode not in REGULAR_MODES:
+            report.issues.append(_not_a_file(item.path, item.mode))
     for path, analysis in analyses.items():
         report.issues.extend(analysis.issues)
         report.issues.extend(place(path, analysis))
@@ -75,9 +71,19 @@ def run_check(request: CheckRequest) -> Report:
     if wanted is None:
         report.checked += sum(1 for p in analyses if kind_of(p) != "other")
     else:
+        # immutability concerns the change as a whole: a deleted or renamed-away path is
+        # never among the names pre-commit passes, so those issues are never filtered out
         report.checked += len(wanted & set(analyses))
-        report.issues = [i for i in report.issues if i.path in wanted]
+        report.issues = [i for i in report.issues if i.path in wanted or i.code == errors.IMMUTABLE_VIOLATION]
     return report
+
+
+def _not_a_file(path: str, mode: str) -> Issue:
+    if mode == "160000":
+        return Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "submodule",
+                     "a submodule under the document folders; documents are regular files")
+    return Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "symlink",
+                 "a symlink under the document folders; documents are regular files")
 
 
 def analyze_source(source: Source, cache: AnalysisCache) -> dict[str, Analysis]:
@@ -168,6 +174,9 @@ def _immutability(git: Git, base_sha: str | None, is_staged: bool, analyses: dic
             continue
         if kind_of(path) != "observation" and path != "observations":
             continue
+        if change.new_mode in ("120000", "160000") and change.status in ("A", "T", "M"):
+            issues.append(_not_a_file(path, change.new_mode))
+            continue
         if change.status == "D":
             issues.append(Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "deleted",
                                 "an observation was deleted or renamed; observations are immutable "
@@ -176,7 +185,11 @@ def _immutability(git: Git, base_sha: str | None, is_staged: bool, analyses: dic
             issues.append(Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "type-changed",
                                 "an observation was turned into another kind of file"))
         elif change.status == "M":
-            if change.old_mode != change.new_mode and change.old_sha == change.new_sha:
+            new_sha = change.new_sha
+            if new_sha == NULL_SHA:  # a work-tree file git has not hashed
+                data = _read_outside(git.root, path)
+                new_sha = blob_sha(data) if data is not None else new_sha
+            if change.old_mode != change.new_mode and change.old_sha == new_sha:
                 issues.append(Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "mode-changed",
                                     f"file mode changed {change.old_mode} → {change.new_mode}; observations are immutable"))
             else:

@@ -1,0 +1,50 @@
+"""Shared fixtures: real, hermetic git repositories in temporary folders.
+
+    from helpers import observation
+
+    def test_something(make_repo):
+        repo = make_repo()                          # git init -b main, identity pinned
+        doc = observation("obs-20260213-102500-0001")
+        repo.write(doc.path, doc)                   # or repo.add(doc)
+        base = repo.commit("base")                  # git add -A + commit → full sha
+        proc = repo.obsrepo("check", "--base", "main")   # python -m obsrepo …, cwd = the repo
+        result = repo.check("--base", "main")       # the same with --format json, parsed
+        assert result.returncode == 0, result       # result.data, result.issues [(code, rule, path)]
+
+Every git and obsrepo process gets the same environment: author and committer pinned, HOME
+and XDG_CONFIG_HOME in a temporary folder, no system config, and GIT_CEILING_DIRECTORIES so
+that a folder that is not a repository is never taken for part of an enclosing one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from helpers import Repo, git_env
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., Repo]:
+    """A factory: make_repo(name="repo", init=True) → Repo at tmp_path/name (`git init -b main` unless init=False)."""
+    home = tmp_path / "_home"
+    home.mkdir()
+    env = git_env(home, tmp_path)
+
+    def factory(name: str = "repo", *, init: bool = True) -> Repo:
+        path = tmp_path / name
+        path.mkdir()
+        repo = Repo(path, env, factory)
+        if init:
+            repo.git("init", "-q", "-b", "main")
+        return repo
+
+    return factory
+
+
+@pytest.fixture
+def repo(make_repo: Callable[..., Repo]) -> Repo:
+    """An empty repository on branch main."""
+    return make_repo()
