@@ -62,7 +62,7 @@ class Document:
     front: dict[str, Any] | None
     body: str
     issues: list[Issue] = field(default_factory=list)
-    locs: dict[tuple, Any] = field(default_factory=dict)  # key path → libyaml mark
+    locs: dict[tuple, tuple[int, int]] = field(default_factory=dict)  # key path → 0-based (line, column) in the YAML
     body_line: int = 1
 
     def loc(self, key_path: tuple) -> Loc:
@@ -70,7 +70,7 @@ class Document:
         while key_path:
             mark = self.locs.get(key_path)
             if mark is not None:
-                return (mark.line + 2, mark.column + 1)
+                return (mark[0] + 2, mark[1] + 1)
             key_path = key_path[:-1]
         return (1, 1)
 
@@ -235,7 +235,8 @@ class _Composer:
                 if child.__class__ is _SeqEnd:
                     return items
                 sub = key_path + (index,)
-                locs[sub] = child.start_mark
+                mark = child.start_mark
+                locs[sub] = (mark.line, mark.column)
                 items.append(self.node(parser, child, sub, depth + 1))
                 index += 1
         # a mapping
@@ -260,7 +261,8 @@ class _Composer:
             if key in mapping:
                 self.bad(key_event.start_mark, "yaml-duplicate-key", f"duplicate key '{key}'")
                 continue
-            locs[sub] = key_event.start_mark
+            mark = key_event.start_mark
+            locs[sub] = (mark.line, mark.column)
             mapping[key] = value
 
     def odd_scalar(self, event: Any) -> Any:
