@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .times import format_timestamp  # noqa: F401 - re-exported for the readers' convenience
+
 OBSERVATION_SPEC = "observation/v1"
 COMPREHENSION_SPEC = "comprehension/v1"
 
@@ -72,12 +74,6 @@ def parse_date_or_timestamp(value: Any) -> datetime:
         except ValueError:
             raise _fail("timestamp-format", "not a real date") from None
     return parse_timestamp(value)
-
-
-def format_timestamp(value: datetime) -> str:
-    """UTC, `Z`, microseconds only when present: the one canonical spelling."""
-    text = value.astimezone(timezone.utc).isoformat()
-    return text.replace("+00:00", "Z")
 
 
 def _one_line(value: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from .errors import UsageError
 from .gitstore import EMPTY_TREE, Git
 from .index.schema import CLASSIFICATION_RANK, NOW
-from .model import format_timestamp
+from .times import format_timestamp
 
 MAX_LIMIT = 1000
 K1, B = 1.2, 0.75
@@ -76,6 +76,7 @@ class View:
     params: list[Any]
     terms_sql: str
     at_commit: str
+    doclen_sql: str = "obs_doclen"
 
 
 def view_at(con: Any, git: Git, at_sha: str) -> View:
@@ -115,6 +116,7 @@ def _overlay(con: Any, git: Git, at_sha: str) -> View:
     obs_rows, _comp, _problems, _issues = rows_for(files, parse_blobs(git, added), OVERLAY_ROWS, info)
     con.execute("CREATE OR REPLACE TEMP TABLE overlay_obs AS SELECT * FROM obs_versions LIMIT 0")
     con.execute("CREATE OR REPLACE TEMP TABLE overlay_terms AS SELECT * FROM obs_terms LIMIT 0")
+    con.execute("CREATE OR REPLACE TEMP TABLE overlay_doclen AS SELECT * FROM obs_doclen LIMIT 0")
     con.execute("CREATE OR REPLACE TEMP TABLE overlay_removed (path VARCHAR)")
     if obs_rows:
         insert_rows(con, "overlay_obs", OBS_COLUMNS, obs_rows)
@@ -122,10 +124,11 @@ def _overlay(con: Any, git: Git, at_sha: str) -> View:
     if removed:
         con.executemany("INSERT INTO overlay_removed VALUES (?)", [(p,) for p in removed])
     if seq is None:
-        return View("(SELECT * FROM overlay_obs)", [], "overlay_terms", at_sha)
+        return View("(SELECT * FROM overlay_obs)", [], "overlay_terms", at_sha, "overlay_doclen")
     sql = ("(SELECT * FROM obs_versions WHERE added_seq <= ? AND removed_seq > ? "
            "AND path NOT IN (SELECT path FROM overlay_removed) UNION ALL SELECT * FROM overlay_obs)")
-    return View(sql, [seq, seq], "(SELECT * FROM obs_terms UNION ALL SELECT * FROM overlay_terms)", at_sha)
+    return View(sql, [seq, seq], "(SELECT * FROM obs_terms UNION ALL SELECT * FROM overlay_terms)", at_sha,
+                "(SELECT * FROM obs_doclen UNION ALL SELECT * FROM overlay_doclen)")
 
 
 _TENANT_COLUMNS = {"org": "tenant_org", "project": "tenant_project", "agent": "tenant_agent", "user": "tenant_user"}
@@ -207,8 +210,9 @@ def _text_sql(view: View, visible: str, where: str, retracted: str, base_params:
     sql = f"""
     WITH v AS (SELECT o.* FROM {visible} WHERE {where}{retracted}),
     q AS (SELECT DISTINCT stem(t, 'porter') AS term FROM (SELECT unnest({tokens}) AS t) WHERE t <> ''),
-    stats AS (SELECT count(*) AS n, avg(doc_len) AS avgdl FROM v),
-    hits AS (SELECT t.row_id, t.term, t.tf, v.doc_len FROM {view.terms_sql} AS t JOIN q USING (term) JOIN v USING (row_id)),
+    lens AS (SELECT d.row_id, d.doc_len FROM {view.doclen_sql} AS d JOIN v USING (row_id)),
+    stats AS (SELECT count(*) AS n, coalesce(avg(doc_len), 0) AS avgdl FROM (SELECT v.row_id, coalesce(l.doc_len, 0) AS doc_len FROM v LEFT JOIN lens l USING (row_id))),
+    hits AS (SELECT t.row_id, t.term, t.tf, l.doc_len FROM {view.terms_sql} AS t JOIN q USING (term) JOIN lens l USING (row_id)),
     df AS (SELECT term, count(*) AS df FROM hits GROUP BY term),
     scored AS (
         SELECT h.row_id, round(sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))

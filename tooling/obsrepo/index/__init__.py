@@ -6,10 +6,16 @@ from typing import Any, Callable
 
 from ..errors import IndexFault
 from ..gitstore import Git
-from .build import BuildResult, build
 from .store import IndexFiles, index_path, open_reader
 
-__all__ = ["BuildResult", "IndexFiles", "build", "index_path", "open_reader", "reader_at_least"]
+__all__ = ["IndexFiles", "build", "index_path", "open_reader", "reader_at_least"]
+
+
+def build(git: Git, files: IndexFiles, target: str, **options: Any) -> Any:
+    """See `build.build`; imported on demand (it loads the document rules and pydantic)."""
+    from .build import build as _build
+
+    return _build(git, files, target, **options)
 
 
 def reader_at_least(git: Git, files: IndexFiles, target: str | None, auto_update: bool = True,

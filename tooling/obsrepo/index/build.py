@@ -156,7 +156,8 @@ def _truncate(con: Any, keep: int) -> None:
     """Forget every chain commit after `keep`: the branch moved backwards or was rewritten."""
     for table in ("obs_versions", "comp_versions"):
         if table == "obs_versions":
-            con.execute("DELETE FROM obs_terms WHERE row_id IN (SELECT row_id FROM obs_versions WHERE added_seq > ?)", [keep])
+            for side in ("obs_terms", "obs_doclen"):
+                con.execute(f"DELETE FROM {side} WHERE row_id IN (SELECT row_id FROM obs_versions WHERE added_seq > ?)", [keep])
         con.execute(f"DELETE FROM {table} WHERE added_seq > ?", [keep])
         con.execute(f"UPDATE {table} SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
     con.execute("DELETE FROM problems WHERE added_seq > ?", [keep])
@@ -295,22 +296,30 @@ def utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
-TOKENS = r"regexp_split_to_array(lower(strip_accents({})), '[^\p{{L}}\p{{N}}]+')"
+TOKENS = r"regexp_split_to_array(lower(strip_accents({})), '[^\p{{L}}\p{{N}}]+')"  # shared with query.py
 
 
 def index_terms(con: Any, table: str, terms: str, first_row: int) -> None:
-    """Terms for BM25 (stemmed by the fts extension), and each document's length."""
+    """Terms for BM25, stemmed by the fts extension (each distinct token once), and lengths."""
     tokens = TOKENS.format("event || ' ' || body")
     con.execute(
         f"""
-        INSERT INTO {terms}
-        SELECT row_id, stem(token, 'porter') AS term, count(*)::INTEGER AS tf
+        CREATE OR REPLACE TEMP TABLE new_tokens AS
+        SELECT row_id, token, count(*)::INTEGER AS tf
         FROM (SELECT row_id, unnest({tokens}) AS token FROM {table} WHERE row_id >= ?)
         WHERE token <> '' GROUP BY ALL
         """,
         [first_row],
     )
     con.execute(
-        f"UPDATE {table} SET doc_len = len(list_filter({tokens}, x -> x <> '')) WHERE row_id >= ?",
-        [first_row],
+        f"""
+        INSERT INTO {terms}
+        SELECT t.row_id, s.term, sum(t.tf)::INTEGER
+        FROM new_tokens t JOIN (SELECT token, stem(token, 'porter') AS term FROM (SELECT DISTINCT token FROM new_tokens)) s
+        USING (token) GROUP BY ALL ORDER BY 2, 1
+        """
     )
+    con.execute(
+        f"INSERT INTO {terms.replace('terms', 'doclen')} SELECT row_id, sum(tf)::INTEGER FROM new_tokens GROUP BY row_id"
+    )
+    con.execute("DROP TABLE new_tokens")

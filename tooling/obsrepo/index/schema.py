@@ -24,9 +24,10 @@ CREATE TABLE obs_versions (
     classification VARCHAR NOT NULL, class_rank TINYINT NOT NULL, source_ref VARCHAR,
     interpretation VARCHAR, data JSON, context JSON, trace_ref VARCHAR, extensions JSON,
     content_hash VARCHAR NOT NULL, "commit" VARCHAR NOT NULL, author VARCHAR NOT NULL,
-    author_email VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL, doc_len INTEGER NOT NULL DEFAULT 0
+    author_email VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL
 );
 CREATE TABLE obs_terms (row_id BIGINT NOT NULL, term VARCHAR NOT NULL, tf INTEGER NOT NULL);
+CREATE TABLE obs_doclen (row_id BIGINT NOT NULL, doc_len INTEGER NOT NULL);
 CREATE TABLE comp_versions (
     row_id BIGINT NOT NULL, added_seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL,
     id VARCHAR NOT NULL, path VARCHAR NOT NULL, blob VARCHAR NOT NULL, topic VARCHAR NOT NULL,
