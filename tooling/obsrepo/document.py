@@ -95,15 +95,15 @@ def read_document(path: str, data: bytes) -> Document:
     if "\r" in text:
         text = text.replace("\r\n", "\n")
         if "\r" in text:
-            line = text.count("\n", 0, text.index("\r")) + 1
-            return fail(line, 1, "line-ending", "a lone carriage return; use LF or CRLF line endings")
+            line, col = _position(text, text.index("\r"))
+            return fail(line, col, "line-ending", "a lone carriage return; use LF or CRLF line endings")
     if "\x00" in text:
-        line = text.count("\n", 0, text.index("\x00")) + 1
-        return fail(line, 1, "encoding-nul", "the file contains a NUL character")
+        line, col = _position(text, text.index("\x00"))
+        return fail(line, col, "encoding-nul", "the file contains a NUL character")
 
     if not (text.startswith("---\n") or text == "---"):
         first = text.split("\n", 1)[0]
-        if first.rstrip() == "---":
+        if first.startswith("---") and first[3:4] in (" ", "\t", "#"):
             return fail(1, 4, "front-matter-fence", "the opening fence must be exactly '---' (no trailing characters)")
         return fail(1, 1, "front-matter-missing", "no front matter: the file must start on line 1 with '---'")
     close = _closing_fence(text)
@@ -117,6 +117,18 @@ def read_document(path: str, data: bytes) -> Document:
     body_line = front_text.count("\n") + 3
 
     doc = Document(path, None, body, body_line=body_line)
+    odd = _ODD_BREAK.search(front_text)
+    if odd is not None:
+        line, col = _position(front_text, odd.start())
+        doc.issues.append(_issue(path, line + 1, col, "yaml-line-break",
+                                 f"character U+{ord(odd.group()):04X} is a line break to some YAML readers "
+                                 "and not to others; write it escaped in a double-quoted string"))
+        return doc
+    directive = _DIRECTIVE.search(front_text)
+    if directive is not None:
+        line, _col = _position(front_text, directive.start())
+        doc.issues.append(_issue(path, line + 1, 1, "yaml-directive", "YAML directives (%YAML, %TAG) are not allowed"))
+        return doc
     extra = _extra_block(body)
     if extra is not None:
         doc.issues.append(
@@ -130,6 +142,16 @@ def read_document(path: str, data: bytes) -> Document:
     if isinstance(value, dict):
         doc.front = value
     return doc
+
+
+_ODD_BREAK = re.compile("[\x85\u2028\u2029]")
+_DIRECTIVE = re.compile(r"^%", re.MULTILINE)
+
+
+def _position(text: str, index: int) -> tuple[int, int]:
+    """1-based line and column of `index` in `text`."""
+    line_start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - line_start + 1
 
 
 def _closing_fence(text: str) -> int:
@@ -151,10 +173,18 @@ def _extra_block(body: str) -> int | None:
     for offset, line in enumerate(lines[:63]):
         if line.strip() == "":
             continue
-        if line == "---" and any(rest == "---" for rest in lines[offset + 1 : 63]):
+        if line != "---":
+            return None
+        rest = lines[offset + 1 : 63]
+        first_key = next((r for r in rest if r.strip()), "")
+        # a Markdown rule followed by prose is fine; `---` then `key:` lines then `---` is a block
+        if _YAML_KEY.match(first_key) and "---" in rest:
             return offset
         return None
     return None
+
+
+_YAML_KEY = re.compile(r"[A-Za-z0-9_-]+:(\s|$)")
 
 
 class _Composer:

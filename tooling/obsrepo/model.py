@@ -196,7 +196,8 @@ class Observation(_Strict):
                     if not isinstance(value, bool):
                         raise _fail("deleted-flag", "`_deleted` must be true or false")
                 elif name.startswith("_"):
-                    raise _fail("reserved-field", "field names starting with '_' are reserved (only `_deleted` exists)")
+                    raise _fail("reserved-field", "field '{key}': names starting with '_' are reserved (only `_deleted` exists)",
+                                key=name)
         if self.corrects is not None and self.priority is not None and self.priority < CORRECTION_PRIORITY:
             raise _fail("correction-priority", "a correction (`corrects`) has priority ≥ 1000 (1000 when omitted)")
         return self

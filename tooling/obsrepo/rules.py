@@ -165,6 +165,9 @@ def comprehension_record(comp: Comprehension, body: str, extensions: dict[str, A
     }
 
 
+_FOLDER = {"observation": OBSERVATIONS_DIR, "comprehension": COMPREHENSION_DIR}
+
+
 def place(path: str, analysis: Analysis) -> list[Issue]:
     """Rules that depend on where the file is: folder, extension, file name = id."""
     issues: list[Issue] = []
@@ -181,7 +184,7 @@ def place(path: str, analysis: Analysis) -> list[Issue]:
         line, col = facts["loc"].get("spec", (1, 1))
         issues.append(
             Issue(path, line, col, errors.VALIDATION_ERROR, "wrong-folder",
-                  f"a {facts['kind']} document does not belong under {analysis.kind.replace('observation', 'observations')}/")
+                  f"{facts['kind']} documents belong under {_FOLDER[facts['kind']]}, not {_FOLDER[analysis.kind]}")
         )
     if name[:-3] != facts["id"]:
         line, col = facts["loc"].get("id", (1, 1))
@@ -213,10 +216,16 @@ def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
         rule = _RULES.get(kind) or (kind if "-" in kind else "wrong-type" if kind.endswith("_type") else "invalid-value")
         loc = tuple(err["loc"])
         where = ".".join(str(p) for p in loc if p != "[key]") or "front matter"
-        if kind == "extra_forbidden":
+        if not loc and (err.get("ctx") or {}).get("key") is not None:
+            loc = _RULE_KEYS.get(rule, ()) + (err["ctx"]["key"],)
+        if kind == "extra_forbidden" and not str(loc[-1]).strip():
+            message = "an empty key is not allowed"
+        elif kind == "extra_forbidden":
             message = f"unknown key '{where}' (extensions must start with 'x-')"
         elif kind == "missing":
             message = f"required key '{where}' is missing"
+        elif kind in ("string_too_long", "too_long") and isinstance(err.get("input"), str):
+            message = f"{where}: longer than {err['ctx']['max_length']} characters"
         elif loc:
             message = f"{where}: {err['msg']}"
         else:

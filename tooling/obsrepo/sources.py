@@ -57,6 +57,8 @@ def worktree(root: str) -> Source:
                     found.append(Listed(f"{rel_dir}/{name}", "", "160000"))
                     dirnames.remove(name)
             for name in filenames:
+                if name == ".gitkeep":  # keeps an empty folder in git; not a document
+                    continue
                 full = os.path.join(dirpath, name)
                 rel = f"{rel_dir}/{name}"
                 st = os.lstat(full)
@@ -79,7 +81,7 @@ def worktree(root: str) -> Source:
 
 
 def _from_entries(git: Git, entries: list[Entry]) -> Source:
-    listed = [Listed(e.path, e.sha, e.mode) for e in entries]
+    listed = [Listed(e.path, e.sha, e.mode) for e in entries if not e.path.endswith("/.gitkeep")]
 
     def reader(items: list[Listed]) -> Iterator[tuple[Listed, bytes]]:
         by_sha: dict[str, list[Listed]] = {}
