@@ -110,15 +110,22 @@ def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
         authors = history.authored(git, since, target)
         info.update(history.commit_info(git, [s for s in authors.values() if s not in info]))
 
-    removals: list[tuple[str, int]] = []  # (path, seq)
-    additions: list[tuple[str, str, int, str]] = []  # (path, blob, seq, commit)
+    # Walk the new commits in order. A version added and removed within this batch gets its
+    # whole range here; removals of versions already stored become updates.
+    removals: list[tuple[str, int]] = []  # (path, seq) of stored versions
+    additions: list[list] = []  # [path, blob, added_seq, commit, removed_seq]
+    open_version: dict[str, int] = {}
     for sha in sorted(changes, key=lambda s: seq_of[s]):
         seq = seq_of[sha]
         for change in sorted(changes[sha], key=lambda c: c.path):
             if change.status in ("D", "M", "T"):
-                removals.append((change.path, seq))
+                if change.path in open_version:
+                    additions[open_version.pop(change.path)][4] = seq
+                else:
+                    removals.append((change.path, seq))
             if change.status in ("A", "M", "T") and change.new_mode in ("100644", "100755"):
-                additions.append((change.path, change.new_sha, seq, authors.get((change.path, change.new_sha), sha)))
+                open_version[change.path] = len(additions)
+                additions.append([change.path, change.new_sha, seq, authors.get((change.path, change.new_sha), sha), NOW])
     result.removed = _remove(con, removals)
     result.added, result.problems = _add(git, con, additions, info, progress)
     return result
@@ -215,34 +222,36 @@ def parse_blobs(git: Git, files: list[tuple[str, str]],
     return parsed
 
 
-def rows_for(files: list[tuple[str, str, int, str]], parsed: list[tuple[list, Any]], first_row: int,
+def rows_for(files: list, parsed: list[tuple[list, Any]], first_row: int,
              info: dict[str, history.Commit]) -> tuple[list[dict], list[dict], list[tuple], list[Issue]]:
-    """Index rows for parsed documents: (path, blob, added_seq, commit) → observation rows,
-    comprehension rows, problem rows, and the problems as warnings."""
+    """Index rows for parsed documents: (path, blob, added_seq, commit[, removed_seq]) →
+    observation rows, comprehension rows, problem rows, and the problems as warnings."""
     obs_rows: list[dict] = []
     comp_rows: list[dict] = []
     problem_rows: list[tuple] = []
     problems: list[Issue] = []
-    for (path, blob, seq, commit), (issues, record) in zip(files, parsed):
+    for file, (issues, record) in zip(files, parsed):
+        path, blob, seq, commit = file[:4]
+        removed = file[4] if len(file) > 4 else NOW
         if issues:
             for line, col, code, rule, message in issues:
-                problem_rows.append((seq, NOW, path, blob, line, col, code, rule, message))
+                problem_rows.append((seq, removed, path, blob, line, col, code, rule, message))
                 problems.append(Issue(path, line, col, code, rule, message, "warning"))
             continue
         meta = info[commit]
-        row = dict(record, row_id=first_row + len(obs_rows) + len(comp_rows), added_seq=seq, removed_seq=NOW,
+        row = dict(record, row_id=first_row + len(obs_rows) + len(comp_rows), added_seq=seq, removed_seq=removed,
                    path=path, blob=blob, commit=commit, author=meta.author, author_email=meta.author_email,
                    committed_at=meta.committed_at)
         (comp_rows if kind_of(path) == "comprehension" else obs_rows).append(row)
     return obs_rows, comp_rows, problem_rows, problems
 
 
-def _add(git: Git, con: Any, additions: list[tuple[str, str, int, str]], info: dict,
+def _add(git: Git, con: Any, additions: list[list], info: dict,
          progress: Callable[[int, int], None] | None) -> tuple[int, list[Issue]]:
     additions = [a for a in additions if kind_of(a[0]) != "other"]
     if not additions:
         return 0, []
-    parsed = parse_blobs(git, [(path, blob) for path, blob, _, _ in additions], progress)
+    parsed = parse_blobs(git, [(a[0], a[1]) for a in additions], progress)
     first_row = con.execute(
         "SELECT coalesce(max(row_id), -1) + 1 FROM (SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"
     ).fetchone()[0]
