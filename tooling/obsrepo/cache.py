@@ -8,7 +8,7 @@ A missing, unreadable or foreign cache file is simply ignored.
 from __future__ import annotations
 
 import hashlib
-import json
+import marshal
 import os
 import tempfile
 from pathlib import Path
@@ -16,7 +16,7 @@ from pathlib import Path
 from .gitstore import Git
 from .rules import Analysis, kind_of
 
-_RULE_MODULES = ("document.py", "model.py", "rules.py")
+_RULE_MODULES = ("document.py", "model.py", "rules.py", "validate.py")
 
 
 def _rules_digest() -> str:
@@ -43,12 +43,14 @@ class AnalysisCache:
             git_dir = git.run("rev-parse", "--absolute-git-dir").decode().strip()
         except Exception:  # a broken repository is reported elsewhere; the cache just stays off
             return cls(None, {}, "")
-        file = Path(git_dir) / "obsrepo" / "check-cache.json"
+        file = Path(git_dir) / "obsrepo" / "check-cache.marshal"
         digest = _rules_digest()
         try:
-            stored = json.loads(file.read_text("utf-8"))
+            # marshal: plain data only, ~10x faster to load than JSON; the file lives inside
+            # the git directory, as trusted as the repository's own hooks
+            stored = marshal.loads(file.read_bytes())
             entries = stored["entries"] if stored.get("rules") == digest else {}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
             entries = {}
         return cls(file, entries if isinstance(entries, dict) else {}, digest)
 
@@ -79,8 +81,8 @@ class AnalysisCache:
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".check-cache.")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"rules": self.digest, "entries": self.used}, handle, separators=(",", ":"))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(marshal.dumps({"rules": self.digest, "entries": self.used}))
             os.replace(tmp, self.file)
         except OSError:
             pass  # a read-only git directory only costs speed

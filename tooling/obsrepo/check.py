@@ -12,7 +12,7 @@ from .errors import UsageError
 from .gitstore import EMPTY_TREE, NULL_SHA, Git, blob_sha
 from .report import Issue, Report
 from .rules import Analysis, analyze, kind_of, place
-from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source, commit, staged, worktree
+from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source, commit, staged, worktree, worktree_in_git
 
 PARALLEL_THRESHOLD = 2000
 
@@ -42,7 +42,10 @@ def run_check(request: CheckRequest) -> Report:
         base_sha = git.merge_base(git.resolve(request.base, "--base"), git.resolve("HEAD", "--base")) \
             if git.has_head() else git.resolve(request.base, "--base")
 
-    source = staged(git) if request.staged and git else worktree(root)
+    if request.staged and git:
+        source = staged(git)
+    else:
+        source = worktree_in_git(git) if git is not None else worktree(root)
     cache = AnalysisCache.open(git)
     analyses = analyze_source(source, cache)
     cache.save()

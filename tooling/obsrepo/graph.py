@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import errors
-from .model import ACYCLIC_RELATIONS
 from .report import Issue
-from .rules import Analysis
+from .rules import ACYCLIC_RELATIONS, Analysis
 
 Facts = dict[str, Any]
 
@@ -142,9 +141,18 @@ def _cycles(live: list[tuple[str, Facts]]) -> list[Issue]:
         for source, target, *_ in edges:
             adjacency.setdefault(source, set()).add(target)
             adjacency.setdefault(target, set())
-        for component in strongly_connected(adjacency):
-            inside = [e for e in edges if e[0] in component and e[1] in component]
-            if len(component) == 1 and not inside:
+        component_of: dict[str, int] = {}
+        components = strongly_connected(adjacency)
+        for number, component in enumerate(components):
+            for node in component:
+                component_of[node] = number
+        inside_of: dict[int, list] = {}
+        for edge in edges:
+            if component_of[edge[0]] == component_of[edge[1]]:
+                inside_of.setdefault(component_of[edge[0]], []).append(edge)
+        for number, component in enumerate(components):
+            inside = inside_of.get(number)
+            if not inside:
                 continue
             # the newest relation closed the cycle: report it there
             source, target, path, facts, index = max(inside, key=lambda e: (e[3]["timestamp"], e[3]["id"]))

@@ -1,7 +1,8 @@
-"""Per-document rules: bytes at a path → issues, plus the facts the repository rules need.
+"""Per-document rules: what a document is, where it may live, and the facts kept about it.
 
-`analyze` never raises on bad input. Its result is plain JSON-able data so that it can be
-cached by blob id (content-addressed: a cached result can never be stale).
+`analyze` (in `validate`, loaded on demand with pydantic) never raises on bad input. Its
+result is plain JSON-able data so that it can be cached by blob id (content-addressed: a
+cached result can never be stale); a run whose documents are all cached never loads pydantic.
 """
 
 from __future__ import annotations
@@ -12,37 +13,12 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from . import errors
-from .document import Document, read_document
-from .model import (
-    COMPREHENSION_SPEC,
-    OBSERVATION_SPEC,
-    Comprehension,
-    Observation,
-    format_timestamp,
-    split_extensions,
-)
 from .report import Issue
 
 OBSERVATIONS_DIR = "observations/"
 COMPREHENSION_DIR = "comprehension/"
-
-# pydantic's own error types → our stable rule names
-_RULES = {
-    "missing": "missing-key",
-    "extra_forbidden": "unknown-key",
-    "literal_error": "invalid-value",
-    "string_pattern_mismatch": "invalid-format",
-    "string_too_long": "too-long",
-    "string_too_short": "empty-value",
-    "too_long": "too-long",
-    "too_short": "empty-value",
-    "greater_than_equal": "out-of-range",
-    "less_than_equal": "out-of-range",
-}
-
+ACYCLIC_RELATIONS = ("PART_OF", "DEPENDS_ON")  # each acyclic within its own type (DESIGN §8)
 
 @dataclass
 class Analysis:
@@ -78,93 +54,6 @@ def content_hash(front: dict[str, Any], body: str) -> str:
     return hashlib.sha256((canonical + "\n" + normalized).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def analyze(path: str, data: bytes, with_record: bool = False) -> Analysis:
-    """Parse, validate and extract facts; path-dependent rules are applied by `place`."""
-    kind = kind_of(path)
-    doc = read_document(path, data)
-    result = Analysis(kind, list(doc.issues))
-    if doc.front is None:
-        return result
-    core, extensions = split_extensions(doc.front)
-    spec = core.get("spec")
-    if spec == COMPREHENSION_SPEC or (spec != OBSERVATION_SPEC and kind == "comprehension"):
-        model_cls: type[Observation] | type[Comprehension] = Comprehension
-    else:
-        model_cls = Observation
-    try:
-        model = model_cls.model_validate(core)
-    except ValidationError as exc:
-        result.issues.extend(_schema_issues(doc, exc))
-        return result
-    if result.issues:
-        return result
-    if isinstance(model, Observation):
-        result.facts = _observation_facts(doc, model)
-        if with_record:
-            result.record = observation_record(model, doc.body, extensions, result.facts["hash"])
-    else:
-        result.facts = _comprehension_facts(doc, model)
-        if with_record:
-            result.record = comprehension_record(model, doc.body, extensions)
-    return result
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def observation_record(obs: Observation, body: str, extensions: dict[str, Any], digest: str) -> dict[str, Any]:
-    """One observation as the index stores it: plain values, JSON text for nested data."""
-    tenant = obs.tenant_mapping
-    return {
-        "id": obs.id,
-        "timestamp": obs.timestamp,
-        "source": obs.source,
-        "event": obs.event,
-        "type": obs.type,
-        "body": body.lstrip("\n").rstrip(),
-        "scope": list(obs.scope or []),
-        "entity": obs.entity,
-        "entity_type": obs.entity.split("/", 1)[0] if obs.entity else None,
-        "fields": _json(obs.fields),
-        "priority": obs.effective_priority,
-        "specificity": float(obs.specificity or 0.0),
-        "corrects": list(obs.corrects or []),
-        "retracts": list(obs.retracts or []),
-        "relations": [{"type": r.type, "target": r.target} for r in obs.relations or []],
-        "tenant_org": tenant.get("org"),
-        "tenant_project": tenant.get("project"),
-        "tenant_agent": tenant.get("agent"),
-        "tenant_user": tenant.get("user"),
-        "classification": obs.classification,
-        "source_ref": obs.source_ref,
-        "interpretation": obs.interpretation,
-        "data": _json(obs.data),
-        "context": _json(obs.context),
-        "trace_ref": obs.trace_ref,
-        "extensions": _json(extensions or None),
-        "content_hash": digest,
-    }
-
-
-def comprehension_record(comp: Comprehension, body: str, extensions: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": comp.id,
-        "topic": comp.topic,
-        "domain": comp.domain,
-        "created": comp.created,
-        "updated": comp.updated,
-        "version": comp.version,
-        "verified": comp.verified,
-        "prior": _json(comp.prior.model_dump()),
-        "posterior": _json(comp.posterior.model_dump()),
-        "observations": list(comp.observations),
-        "observations_used": list(comp.posterior.observations_used),
-        "body": body.lstrip("\n").rstrip(),
-        "extensions": _json(extensions or None),
-    }
-
-
 _FOLDER = {"observation": OBSERVATIONS_DIR, "comprehension": COMPREHENSION_DIR}
 
 
@@ -197,87 +86,8 @@ def place(path: str, analysis: Analysis) -> list[Issue]:
     return issues
 
 
-# where a whole-document check points: the key it is about
-_RULE_KEYS = {
-    "fields-need-entity": ("fields",),
-    "relations-need-entity": ("relations",),
-    "deleted-flag": ("fields", "_deleted"),
-    "reserved-field": ("fields",),
-    "correction-priority": ("priority",),
-    "comprehension-dates": ("updated",),
-    "observations-used-subset": ("posterior", "observations_used"),
-}
+def analyze(path: str, data: bytes, with_record: bool = False) -> Analysis:
+    """Parse, validate and extract facts (see `validate.analyze`)."""
+    from .validate import analyze as _analyze
 
-
-def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
-    issues = []
-    for err in exc.errors(include_url=False):
-        kind = err["type"]
-        rule = _RULES.get(kind) or (kind if "-" in kind else "wrong-type" if kind.endswith("_type") else "invalid-value")
-        loc = tuple(err["loc"])
-        where = ".".join(str(p) for p in loc if p != "[key]") or "front matter"
-        if not loc and (err.get("ctx") or {}).get("key") is not None:
-            loc = _RULE_KEYS.get(rule, ()) + (err["ctx"]["key"],)
-        if kind == "extra_forbidden" and not str(loc[-1]).strip():
-            message = "an empty key is not allowed"
-        elif kind == "extra_forbidden":
-            message = f"unknown key '{where}' (extensions must start with 'x-')"
-        elif kind == "missing":
-            message = f"required key '{where}' is missing"
-        elif kind in ("string_too_long", "too_long") and isinstance(err.get("input"), str):
-            message = f"{where}: longer than {err['ctx']['max_length']} characters"
-        elif loc:
-            message = f"{where}: {err['msg']}"
-        else:
-            message = err["msg"]
-        code = errors.VALIDATION_ERROR
-        if len(loc) == 3 and loc[0] == "relations" and loc[2] == "type" and kind != "missing":
-            code, rule = errors.INVALID_RELATIONSHIP_TYPE, "relation-type"
-            message = f"{where}: relation types are UPPER_SNAKE_CASE (PART_OF, DEPENDS_ON, … or your own)"
-        line, col = doc.loc(loc or _RULE_KEYS.get(rule, ()))
-        issues.append(Issue(doc.path, line, col, code, rule, message))
-    return issues
-
-
-def _locs(doc: Document, *keys: str) -> dict[str, Any]:
-    """Positions of the keys and list items the repository rules may point at."""
-    return {key: doc.loc((key,)) for key in keys if (key,) in doc.locs}
-
-
-def _item_locs(doc: Document, key: str, count: int) -> list:
-    """Each list item's position; a single value written without a list points at its key."""
-    return [doc.loc((key, i)) for i in range(count)]
-
-
-def _observation_facts(doc: Document, obs: Observation) -> dict[str, Any]:
-    relations = obs.relations or []
-    return {
-        "kind": "observation",
-        "id": obs.id,
-        "timestamp": format_timestamp(obs.timestamp),
-        "tenant": obs.tenant_mapping,
-        "entity": obs.entity,
-        "corrects": obs.corrects or [],
-        "retracts": obs.retracts or [],
-        "relations": [[r.type, r.target] for r in relations],
-        "hash": content_hash(doc.front, doc.body),  # type: ignore[arg-type]
-        "loc": {
-            **_locs(doc, "id", "spec", "entity", "corrects", "retracts"),
-            "corrects_items": _item_locs(doc, "corrects", len(obs.corrects or [])),
-            "retracts_items": _item_locs(doc, "retracts", len(obs.retracts or [])),
-            "relations_items": _item_locs(doc, "relations", len(relations)),
-        },
-    }
-
-
-def _comprehension_facts(doc: Document, comp: Comprehension) -> dict[str, Any]:
-    return {
-        "kind": "comprehension",
-        "id": comp.id,
-        "version": comp.version,
-        "observations": list(comp.observations),
-        "loc": {
-            **_locs(doc, "id", "spec", "version", "observations"),
-            "observations_items": _item_locs(doc, "observations", len(comp.observations)),
-        },
-    }
+    return _analyze(path, data, with_record)
