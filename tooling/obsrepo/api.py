@@ -69,6 +69,35 @@ class Repository:
         finally:
             con.close()
 
+    def _view(self, con: Any, at: str | None) -> Any:
+        from .query import view_at
+
+        at_sha = self.git.resolve(at, "--at") if at else con.execute(
+            "SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
+        return view_at(con, self.git, at_sha)
+
+    def snapshot(self, entity: str, *, at: str | None = None, as_of: str | None = None,
+                 explain: bool = False) -> dict[str, Any]:
+        """The entity's snapshot (seed 003's shape) at commit `at`, as of valid time `as_of`."""
+        from .snapshots import parse_as_of, snapshot
+
+        moment = parse_as_of(as_of) if as_of else None
+        con = self._reader()
+        try:
+            return snapshot(con, self.git, self._view(con, at), entity, self.tenant, as_of=moment, explain=explain)
+        finally:
+            con.close()
+
+    def provenance(self, entity: str, field: str, *, at: str | None = None) -> dict[str, Any]:
+        """Field → winning observation → file, commit, author, source_ref, interpretation."""
+        from .snapshots import provenance
+
+        con = self._reader()
+        try:
+            return provenance(con, self.git, self._view(con, at), entity, field, self.tenant)
+        finally:
+            con.close()
+
     def sql(self, statement: str) -> tuple[list[str], list[tuple]]:
         """Run one read-only statement; returns (column names, rows)."""
         from .sql import run_sql

@@ -302,6 +302,48 @@ def sql(statement: str, output_format: str, index_path: str | None) -> int:
     return errors.EXIT_OK
 
 
+@main.command()
+@click.argument("entity")
+@click.option("--at", metavar="REV", help="The repository as it was at REV.")
+@click.option("--as-of", metavar="TIME", help="Only observations with timestamp ≤ TIME (valid time).")
+@click.option("--explain", is_flag=True, help="Every candidate value per field, and the rule that decided.")
+@click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+@tenant_option
+@index_option
+@handled
+def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, output_format: str,
+             tenant: str | None, index_path: str | None) -> int:
+    """The entity as its observations say it is, with per-field provenance."""
+    result = _repository(index_path, tenant).snapshot(entity, at=at, as_of=as_of, explain=explain)
+    if output_format == "json":
+        _emit_json(result)
+    else:
+        from .render import render_snapshot
+
+        click.echo(render_snapshot(result))
+    return errors.EXIT_OK
+
+
+@main.command()
+@click.argument("entity")
+@click.argument("field")
+@click.option("--at", metavar="REV")
+@click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+@tenant_option
+@index_option
+@handled
+def provenance(entity: str, field: str, at: str | None, output_format: str, tenant: str | None,
+               index_path: str | None) -> int:
+    """Where a snapshot field came from: observation, file, commit, author."""
+    result = _repository(index_path, tenant).provenance(entity, field, at=at)
+    if output_format == "json":
+        _emit_json(result)
+    else:
+        click.echo("\n".join(f"{key}: {json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value}"
+                             for key, value in result.items()))
+    return errors.EXIT_OK
+
+
 def _root() -> str:
     from .gitstore import Git
 

@@ -65,3 +65,23 @@ def render_observations(page: dict, output_format: str) -> str:
             lines.append("scopes: " + ", ".join(r["scope"]))
         entries.append("\n".join(lines))
     return "\n\n".join(entries)
+
+
+def render_snapshot(result: dict) -> str:
+    head = f"{result['entity_id']} ({result['observation_count']} observations, last {result['last_observation_at']})"
+    if result.get("merged_from"):
+        head += f" — {result['merged_from']} was merged into it"
+    lines = [head]
+    if result["deleted"]:
+        lines.append("deleted")
+    for name, value in result["snapshot"].items():
+        source = result["provenance"][name]
+        source = ", ".join(source) if isinstance(source, list) else source
+        lines.append(f"  {name} = {json.dumps(value, ensure_ascii=False)}    ← {source}")
+    for name, candidates in (result.get("explain") or {}).items():
+        lines.append(f"  {name}:")
+        for c in candidates:
+            mark = "*" if c["won"] else " "
+            lines.append(f"   {mark} {json.dumps(c['value'], ensure_ascii=False)}  {c['observation_id']}  "
+                         f"priority={c['priority']} specificity={c['specificity']} {c['timestamp']}  ({c['rule']})")
+    return "\n".join(lines)
