@@ -98,6 +98,60 @@ class Repository:
         finally:
             con.close()
 
+    def _entities_call(self, name: str, at: str | None, *args: Any, **kwargs: Any) -> Any:
+        from . import entities
+
+        con = self._reader()
+        try:
+            view = self._view(con, at)
+            function = getattr(entities, name)
+            if name == "relationships":
+                return function(con, view, self.tenant, *args, **kwargs)
+            return function(con, self.git, view, self.tenant, *args, **kwargs)
+        finally:
+            con.close()
+
+    def entities(self, entity_type: str | None = None, *, limit: int = 50, offset: int = 0, at: str | None = None) -> dict:
+        """retrieve_entities: every entity with its snapshot, by entity id."""
+        return self._entities_call("list_entities", at, entity_type, limit=limit, offset=offset)
+
+    def find(self, identifier: str, entity_type: str | None = None, *, limit: int = 50, offset: int = 0,
+             at: str | None = None) -> dict:
+        """Entities whose key, name, email or other identifying field matches, whatever the case,
+        white space or punctuation."""
+        return self._entities_call("find", at, identifier, entity_type, limit=limit, offset=offset)
+
+    def observations(self, entity: str, *, limit: int = 50, offset: int = 0, at: str | None = None) -> dict:
+        """list_observations: the entity's observations (merged ones included), newest first."""
+        return self._entities_call("observations_of", at, entity, limit=limit, offset=offset)
+
+    def relationships(self, entity: str, *, direction: str = "both", types: tuple[str, ...] = (),
+                      at: str | None = None) -> dict:
+        return self._entities_call("relationships", at, entity, direction=direction, types=types)
+
+    def related(self, entity: str, *, types: tuple[str, ...] = (), direction: str = "both", hops: int = 1,
+                at: str | None = None) -> dict:
+        return self._entities_call("related", at, entity, types=types, direction=direction, hops=hops)
+
+    def timeline(self, *, entity: str | None = None, event_type: str | None = None, after: str | None = None,
+                 before: str | None = None, limit: int = 1000, offset: int = 0, at: str | None = None) -> dict:
+        from .query import parse_time
+
+        return self._entities_call(
+            "timeline", at, entity=entity, event_type=event_type, limit=limit, offset=offset,
+            after=parse_time(after, "--after") if after else None,
+            before=parse_time(before, "--before") if before else None)
+
+    def history(self, entity: str) -> dict:
+        """How the entity's snapshot changed, commit by commit."""
+        from .entities import history
+
+        con = self._reader()
+        try:
+            return history(con, self.git, self.tenant, entity)
+        finally:
+            con.close()
+
     def sql(self, statement: str) -> tuple[list[str], list[tuple]]:
         """Run one read-only statement; returns (column names, rows)."""
         from .sql import run_sql

@@ -344,6 +344,134 @@ def provenance(entity: str, field: str, at: str | None, output_format: str, tena
     return errors.EXIT_OK
 
 
+def _json_out(result: Any, output_format: str) -> int:
+    if output_format == "json":
+        _emit_json(result)
+    else:
+        from .render import render_generic
+
+        click.echo(render_generic(result))
+    return errors.EXIT_OK
+
+
+json_or_text = click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="text", show_default=True)
+paging = [click.option("--limit", type=int, default=50, show_default=True), click.option("--offset", type=int, default=0)]
+
+
+def _paged(func: Callable) -> Callable:
+    for option in reversed(paging):
+        func = option(func)
+    return func
+
+
+@main.command()
+@click.option("--type", "entity_type")
+@_paged
+@click.option("--at", metavar="REV")
+@json_or_text
+@tenant_option
+@index_option
+@handled
+def entities(entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str, tenant: str | None,
+             index_path: str | None) -> int:
+    """Entities with their snapshots, by entity id (retrieve_entities)."""
+    return _json_out(_repository(index_path, tenant).entities(entity_type, limit=limit, offset=offset, at=at), output_format)
+
+
+@main.command()
+@click.argument("identifier")
+@click.option("--type", "entity_type")
+@_paged
+@click.option("--at", metavar="REV")
+@json_or_text
+@tenant_option
+@index_option
+@handled
+def find(identifier: str, entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str,
+         tenant: str | None, index_path: str | None) -> int:
+    """Entities by key, name, email or another identifying field (case and punctuation ignored)."""
+    result = _repository(index_path, tenant).find(identifier, entity_type, limit=limit, offset=offset, at=at)
+    return _json_out(result, output_format)
+
+
+@main.command()
+@click.argument("entity")
+@_paged
+@click.option("--at", metavar="REV")
+@json_or_text
+@tenant_option
+@index_option
+@handled
+def observations(entity: str, limit: int, offset: int, at: str | None, output_format: str, tenant: str | None,
+                 index_path: str | None) -> int:
+    """The observations about an entity (merged entities included), newest first."""
+    return _json_out(_repository(index_path, tenant).observations(entity, limit=limit, offset=offset, at=at), output_format)
+
+
+@main.command()
+@click.argument("entity")
+@click.option("--relation", "types", multiple=True, help="Only this relation type (repeatable).")
+@click.option("--direction", type=click.Choice(["in", "out", "both"]), default="both", show_default=True)
+@click.option("--at", metavar="REV")
+@json_or_text
+@tenant_option
+@index_option
+@handled
+def relations(entity: str, types: tuple[str, ...], direction: str, at: str | None, output_format: str,
+              tenant: str | None, index_path: str | None) -> int:
+    """The entity's relationships (list_relationships)."""
+    result = _repository(index_path, tenant).relationships(entity, direction=direction, types=types, at=at)
+    return _json_out(result, output_format)
+
+
+@main.command()
+@click.argument("entity")
+@click.option("--relation", "types", multiple=True, help="Follow only this relation type (repeatable).")
+@click.option("--direction", type=click.Choice(["in", "out", "both"]), default="both", show_default=True)
+@click.option("--hops", type=int, default=1, show_default=True)
+@click.option("--at", metavar="REV")
+@json_or_text
+@tenant_option
+@index_option
+@handled
+def related(entity: str, types: tuple[str, ...], direction: str, hops: int, at: str | None, output_format: str,
+            tenant: str | None, index_path: str | None) -> int:
+    """Entities reachable through relationships, each once, up to --hops away."""
+    result = _repository(index_path, tenant).related(entity, types=types, direction=direction, hops=hops, at=at)
+    return _json_out(result, output_format)
+
+
+@main.command()
+@click.option("--entity")
+@click.option("--event-type")
+@click.option("--after")
+@click.option("--before")
+@click.option("--limit", type=int, default=1000, show_default=True)
+@click.option("--offset", type=int, default=0)
+@click.option("--at", metavar="REV")
+@json_or_text
+@tenant_option
+@index_option
+@handled
+def timeline(entity: str | None, event_type: str | None, after: str | None, before: str | None, limit: int, offset: int,
+             at: str | None, output_format: str, tenant: str | None, index_path: str | None) -> int:
+    """Events from date-valued fields and observation times, newest first."""
+    result = _repository(index_path, tenant).timeline(entity=entity, event_type=event_type, after=after, before=before,
+                                                      limit=limit, offset=offset, at=at)
+    return _json_out(result, output_format)
+
+
+@main.command()
+@click.argument("entity")
+@json_or_text
+@tenant_option
+@index_option
+@handled
+def history(entity: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
+    """How the entity's snapshot changed, commit by commit, and by which observation."""
+    return _json_out(_repository(index_path, tenant).history(entity), output_format)
+
+
 def _root() -> str:
     from .gitstore import Git
 

@@ -85,3 +85,25 @@ def render_snapshot(result: dict) -> str:
             lines.append(f"   {mark} {json.dumps(c['value'], ensure_ascii=False)}  {c['observation_id']}  "
                          f"priority={c['priority']} specificity={c['specificity']} {c['timestamp']}  ({c['rule']})")
     return "\n".join(lines)
+
+
+def render_generic(result: dict) -> str:
+    """A readable text form of any command's JSON result."""
+    if "changes" in result:
+        return "\n".join(f"{c['committed_at']} {c['commit'][:12]} {c['field']}: {json.dumps(c['old'], ensure_ascii=False)} → "
+                         f"{json.dumps(c['new'], ensure_ascii=False)}  ({c['observation_id']}, {c['author']})"
+                         for c in result["changes"]) or "No changes."
+    if "events" in result:
+        return "\n".join(f"{e['event_timestamp']} {e['event_type']} {e['entity_id']}"
+                         + (f" .{e['field']}" if e["field"] else "") + f"  ({e['observation_id']})"
+                         for e in result["events"]) or "No events."
+    lines = []
+    for entity in result.get("entities", []):
+        lines.append(f"{entity['entity_id']}  ({entity['observation_count']} observations, last {entity['last_observation_at']})")
+    for rel in result.get("relationships", []):
+        lines.append(f"{rel['source_entity_id']} -{rel['type']}-> {rel['target_entity_id']}  ({rel['observation_id']})")
+    if "observations" in result:
+        lines += [f"[{_stamp_ms(r['timestamp'])}] [{r['type'] or '-'}] {r['event']}" for r in result["observations"]]
+    if "total" in result:
+        lines.append(f"({result['total']} in all)")
+    return "\n".join(lines)

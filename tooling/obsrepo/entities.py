@@ -1,0 +1,326 @@
+"""Entity questions over the index (seed 003): list, find, observations, relationships, timeline.
+
+Every function takes a read-only connection, a `View` (which rows are visible at the commit)
+and the caller's tenant binding, and returns JSON-ready data in the shapes of DESIGN §9.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import NotFoundError, UsageError
+from .gitstore import Git
+from .query import RECORD_SQL, View, _record, tenant_filter
+from .snapshots import snapshot
+
+IDENTIFYING_FIELDS = ("name", "legal_name", "email", "title", "display_name", "username", "handle", "slug",
+                      "number", "invoice_number", "external_id", "vat_id")
+
+
+def _visible(view: View, tenant: dict[str, str]) -> tuple[str, list[Any], str]:
+    """(relation of visible rows aliased `o`, its parameters, the tenant condition)."""
+    where, params = tenant_filter(tenant)
+    return f"{view.sql} AS o", view.params + params, where
+
+
+def _page(limit: int, offset: int) -> None:
+    if not 1 <= limit <= 1000:
+        raise UsageError("--limit must be between 1 and 1000", parameter="--limit")
+    if offset < 0:
+        raise UsageError("--offset must not be negative", parameter="--offset")
+
+
+def _summaries(con: Any, git: Git, view: View, tenant: dict[str, str], entity_ids: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for entity in entity_ids:
+        snap = snapshot(con, git, view, entity, tenant)
+        out.append({"entity_id": entity, "entity_type": entity.split("/", 1)[0],
+                    "observation_count": snap["observation_count"], "last_observation_at": snap["last_observation_at"],
+                    "snapshot": snap["snapshot"]})
+    return out
+
+
+def list_entities(con: Any, git: Git, view: View, tenant: dict[str, str], entity_type: str | None = None,
+                  limit: int = 50, offset: int = 0) -> dict[str, Any]:
+    _page(limit, offset)
+    relation, params, where = _visible(view, tenant)
+    clause = "o.entity IS NOT NULL"
+    if entity_type:
+        clause += " AND o.entity_type = ?"
+        params = params + [entity_type]
+    rows = con.execute(f"SELECT DISTINCT o.entity FROM {relation} WHERE {where} AND {clause} ORDER BY 1", params).fetchall()
+    merges = _merges(con, view, tenant)
+    ids = sorted({e for (e,) in rows if e not in merges})  # a merged-away entity lives on in its survivor
+    return {"entities": _summaries(con, git, view, tenant, ids[offset : offset + limit]), "total": len(ids),
+            "limit": limit, "offset": offset}
+
+
+def _merges(con: Any, view: View, tenant: dict[str, str]) -> dict[str, str]:
+    from .reduce import merge_map, retracted_ids
+    from .snapshots import _ROW, _obs
+
+    relation, params, where = _visible(view, tenant)
+    special = [_obs(r) for r in con.execute(
+        f"SELECT {_ROW} FROM {relation} WHERE {where} AND (len(o.retracts) > 0 OR "
+        "list_contains(list_transform(o.relations, r -> r.type), 'DUPLICATE_OF'))", params).fetchall()]
+    return merge_map(special, retracted_ids(special))
+
+
+def normalize(text: str) -> str:
+    """Case, accents, white space and punctuation do not matter: 'ACME Corp.' → 'acmecorp'."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return re.sub(r"[^0-9a-z]+", "", "".join(c for c in decomposed if not unicodedata.combining(c)).lower())
+
+
+def find(con: Any, git: Git, view: View, tenant: dict[str, str], identifier: str, entity_type: str | None = None,
+         limit: int = 50, offset: int = 0) -> dict[str, Any]:
+    _page(limit, offset)
+    wanted = normalize(identifier)
+    if not wanted:
+        raise UsageError("IDENTIFIER has no letters or digits", parameter="IDENTIFIER")
+    relation, params, where = _visible(view, tenant)
+    rows = con.execute(
+        f"SELECT DISTINCT o.entity, f.key, f.value FROM {relation}, json_each(o.fields) AS f "
+        f"WHERE {where} AND o.entity IS NOT NULL AND json_type(f.value) = 'VARCHAR'", params).fetchall()
+    keys = con.execute(f"SELECT DISTINCT o.entity FROM {relation} WHERE {where} AND o.entity IS NOT NULL", params).fetchall()
+    found = set()
+    for (entity,) in keys:
+        key = entity.split("/", 1)[1]
+        if normalize(key) == wanted or normalize(entity) == wanted:
+            found.add(entity)
+    import json as _json
+
+    for entity, name, value in rows:
+        if name in IDENTIFYING_FIELDS or name.endswith(("_id", "_email", "email", "_name")):
+            if normalize(_json.loads(value)) == wanted:
+                found.add(entity)
+    from .reduce import survivor
+
+    merges = _merges(con, view, tenant)
+    ids = sorted({survivor(e, merges) for e in found} - {None})
+    ids = [e for e in ids if entity_type is None or e.split("/", 1)[0] == entity_type]
+    return {"entities": _summaries(con, git, view, tenant, ids[offset : offset + limit]), "total": len(ids),
+            "limit": limit, "offset": offset}
+
+
+def observations_of(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str, limit: int = 50,
+                    offset: int = 0) -> dict[str, Any]:
+    _page(limit, offset)
+    snap = snapshot(con, git, view, entity, tenant)  # ENTITY_NOT_FOUND, merges
+    family = _family(con, git, view, tenant, entity)
+    relation, params, where = _visible(view, tenant)
+    rows = con.execute(
+        f"SELECT {RECORD_SQL}, NULL AS score, count(*) OVER () AS total FROM {relation} WHERE {where} "
+        "AND o.entity IN (SELECT unnest(?::VARCHAR[])) ORDER BY o.timestamp DESC, o.id DESC LIMIT ? OFFSET ?",
+        params + [family, limit, offset]).fetchall()
+    total = rows[0][-1] if rows else con.execute(
+        f"SELECT count(*) FROM {relation} WHERE {where} AND o.entity IN (SELECT unnest(?::VARCHAR[]))",
+        params + [family]).fetchone()[0]
+    return {"entity_id": snap["entity_id"], "observations": [_record(r, False) for r in rows], "total": total,
+            "limit": limit, "offset": offset}
+
+
+def _family(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str) -> list[str]:
+    """The entity that `entity` resolves to, and every entity merged into it."""
+    from .reduce import survivor
+
+    merges = _merges(con, view, tenant)
+    target = survivor(entity, merges)
+    return sorted({e for e in merges if survivor(e, merges) == target} | {target})
+
+
+def _edges(con: Any, view: View, tenant: dict[str, str]) -> list[dict[str, Any]]:
+    """Every live relationship visible to the caller (retracted relations do not count)."""
+    relation, params, where = _visible(view, tenant)
+    retracted = {r[0] for r in con.execute(
+        f"SELECT DISTINCT unnest(o.retracts) FROM {relation} WHERE {where} AND len(o.retracts) > 0", params).fetchall()}
+    rows = con.execute(
+        f"SELECT o.id, o.path, o.entity, r.type, r.target FROM (SELECT o.id, o.path, o.entity, unnest(o.relations) AS r "
+        f"FROM {relation} WHERE {where} AND len(o.relations) > 0) AS o ORDER BY o.id, r.type, r.target", params).fetchall()
+    return [{"type": kind, "source_entity_id": source, "target_entity_id": target, "observation_id": obs_id, "path": path}
+            for obs_id, path, source, kind, target in rows if obs_id not in retracted]
+
+
+def relationships(con: Any, view: View, tenant: dict[str, str], entity: str, direction: str = "both",
+                  types: tuple[str, ...] = ()) -> dict[str, Any]:
+    if direction not in ("in", "out", "both"):
+        raise UsageError("--direction is in, out or both", parameter="--direction")
+    found = [e for e in _edges(con, view, tenant) if (not types or e["type"] in types) and (
+        (direction in ("out", "both") and e["source_entity_id"] == entity)
+        or (direction in ("in", "both") and e["target_entity_id"] == entity))]
+    found.sort(key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
+    return {"relationships": found, "total": len(found)}
+
+
+def related(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str, types: tuple[str, ...] = (),
+            direction: str = "both", hops: int = 1) -> dict[str, Any]:
+    """Breadth-first over relationships; terminates on cycles, lists each entity once."""
+    if not 1 <= hops <= 10:
+        raise UsageError("--hops must be between 1 and 10", parameter="--hops")
+    if direction not in ("in", "out", "both"):
+        raise UsageError("--direction is in, out or both", parameter="--direction")
+    snapshot(con, git, view, entity, tenant)  # ENTITY_NOT_FOUND for an unknown start
+    edges = [e for e in _edges(con, view, tenant) if not types or e["type"] in types]
+    seen = {entity}
+    frontier = [entity]
+    used: dict[tuple, dict] = {}
+    deepest = 0
+    for hop in range(1, hops + 1):
+        following = []
+        for edge in edges:
+            ends = []
+            if direction in ("out", "both") and edge["source_entity_id"] in frontier:
+                ends.append(edge["target_entity_id"])
+            if direction in ("in", "both") and edge["target_entity_id"] in frontier:
+                ends.append(edge["source_entity_id"])
+            for end in ends:
+                used[(edge["observation_id"], edge["type"], edge["source_entity_id"], edge["target_entity_id"])] = edge
+                if end not in seen:
+                    seen.add(end)
+                    following.append(end)
+        if following:
+            deepest = hop
+        frontier = sorted(set(following))
+        if not frontier:
+            break
+    others = sorted(seen - {entity})
+    rels = sorted(used.values(), key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
+    return {"entities": _summaries(con, git, view, tenant, others), "relationships": rels,
+            "total_entities": len(others), "total_relationships": len(rels), "hops_traversed": deepest}
+
+
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?$")
+
+
+def strict_date(value: Any) -> str | None:
+    """An ISO date or timestamp written as text, as a UTC timestamp; anything else is not a date
+    (no year 6560 from a postal code, no epoch from a number)."""
+    if not isinstance(value, str):
+        return None
+    match = _DATE.match(value.strip())
+    if not match:
+        return None
+    year, month, day = int(match.group(1)), int(match.group(2)), int(match.group(3))
+    if not 1900 <= year <= 2200:
+        return None
+    try:
+        if match.group(4) is None:
+            moment = datetime(year, month, day, tzinfo=timezone.utc)
+        else:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace(" ", "T"))
+            moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    except ValueError:
+        return None
+    from .times import format_timestamp
+
+    return format_timestamp(moment)
+
+
+def _event_type(field: str, declared: dict[str, str]) -> str:
+    if field in declared:
+        return declared[field]
+    if field == "invoice_date":
+        return "InvoiceIssued"
+    return "".join(part.capitalize() for part in field.split("_") if part)
+
+
+def _declared_events(git: Git, commit: str, entity_type: str, cache: dict) -> dict[str, str]:
+    if entity_type not in cache:
+        from .entity_schema import read_entity_schema
+
+        raw = git.run("cat-file", "blob", f"{commit}:schemas/entities/{entity_type}.yaml", check=False)
+        schema = read_entity_schema(f"schemas/entities/{entity_type}.yaml", raw)[0] if raw else None
+        cache[entity_type] = {t["field"]: t["event_type"] for t in (schema or {}).get("temporal_fields", [])}
+    return cache[entity_type]
+
+
+def timeline(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str | None = None,
+             event_type: str | None = None, after: datetime | None = None, before: datetime | None = None,
+             limit: int = 1000, offset: int = 0) -> dict[str, Any]:
+    """Events from date-valued snapshot fields, plus each observation's own timestamp."""
+    import hashlib
+
+    from .times import format_timestamp
+
+    _page(limit, offset)
+    relation, params, where = _visible(view, tenant)
+    clause, extra = "o.entity IS NOT NULL", []
+    if entity:
+        family = _family(con, git, view, tenant, entity)
+        clause += " AND o.entity IN (SELECT unnest(?::VARCHAR[]))"
+        extra.append(family)
+    entity_ids = [r[0] for r in con.execute(
+        f"SELECT DISTINCT o.entity FROM {relation} WHERE {where} AND {clause} ORDER BY 1", params + extra).fetchall()]
+    events = []
+    schemas: dict[str, dict[str, str]] = {}
+    done = set()
+    for entity_id in entity_ids:
+        snap = snapshot(con, git, view, entity_id, tenant)
+        if snap["entity_id"] in done:
+            continue
+        done.add(snap["entity_id"])
+        declared = _declared_events(git, view.at_commit, snap["entity_type"], schemas)
+        for name, value in snap["snapshot"].items():
+            when = strict_date(value)
+            if when is None:
+                continue
+            kind = _event_type(name, declared)
+            digest = hashlib.sha256(f"{snap['entity_id']}\0{name}\0{when}".encode()).hexdigest()[:16]
+            events.append({"id": f"evt-{digest}", "event_type": kind, "event_timestamp": when,
+                           "entity_id": snap["entity_id"], "field": name, "observation_id": snap["provenance"][name]})
+    rows = con.execute(
+        f"SELECT o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f'), o.entity, coalesce(o.type, 'Observed') "
+        f"FROM {relation} WHERE {where} AND {clause}", params + extra).fetchall()
+    for obs_id, ts, entity_id, kind in rows:
+        when = format_timestamp(datetime.fromisoformat(ts).replace(tzinfo=timezone.utc))
+        events.append({"id": f"evt-{hashlib.sha256(obs_id.encode()).hexdigest()[:16]}", "event_type": kind,
+                       "event_timestamp": when, "entity_id": entity_id, "field": None, "observation_id": obs_id})
+    low = format_timestamp(after) if after else None
+    high = format_timestamp(before) if before else None
+    from .reduce import _instant
+
+    kept = [e for e in events if (event_type is None or e["event_type"] == event_type)
+            and (low is None or _instant(e["event_timestamp"]) >= _instant(low))
+            and (high is None or _instant(e["event_timestamp"]) < _instant(high))]
+    kept.sort(key=lambda e: e["id"])  # stable sorts: event_timestamp DESC, then id
+    kept.sort(key=lambda e: _instant(e["event_timestamp"]), reverse=True)
+    return {"events": kept[offset : offset + limit], "total": len(kept)}
+
+
+def history(con: Any, git: Git, tenant: dict[str, str], entity: str) -> dict[str, Any]:
+    """How the snapshot changed commit by commit on the indexed chain."""
+    from .query import view_at
+
+    commits = con.execute("SELECT seq, sha, strftime(committed_at, '%Y-%m-%dT%H:%M:%SZ'), author FROM commits "
+                          "ORDER BY seq").fetchall()
+    where, params = tenant_filter(tenant)
+    relevant = {r[0] for r in con.execute(
+        f"SELECT DISTINCT unnest([o.added_seq, o.removed_seq]) FROM obs_versions AS o WHERE {where}", params).fetchall()}
+    changes = []
+    previous: dict[str, Any] = {}
+    known = False
+    for seq, sha, when, author in commits:
+        if seq not in relevant:
+            continue
+        try:
+            snap = snapshot(con, git, view_at(con, git, sha), entity, tenant)
+        except NotFoundError:
+            continue
+        known = True
+        current = snap["snapshot"]
+        for name in sorted(set(previous) | set(current)):
+            old, new = previous.get(name), current.get(name)
+            if old != new or (name in previous) != (name in current):
+                changes.append({"commit": sha, "committed_at": when, "author": author, "field": name, "old": old,
+                                "new": new, "observation_id": snap["provenance"].get(name)})
+        previous = current
+    if not known:
+        raise NotFoundError(f"entity '{entity}' does not exist", code="ENTITY_NOT_FOUND", entity=entity)
+    return {"entity_id": entity, "changes": changes}
+
+
+__all__ = ["find", "history", "list_entities", "normalize", "observations_of", "related", "relationships",
+           "strict_date", "timeline"]
