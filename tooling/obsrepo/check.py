@@ -68,6 +68,7 @@ def run_check(request: CheckRequest) -> Report:
         report.issues.extend(analysis.issues)
         report.issues.extend(place(path, analysis))
     report.issues.extend(graph.repository_rules(analyses, _added_since(git, base_sha, request.staged)))
+    report.issues.extend(_entity_schemas(root))
     if git is not None and (base_sha or request.staged):
         report.issues.extend(_immutability(git, base_sha, request.staged, analyses))
 
@@ -124,6 +125,23 @@ def _analyze_parallel(items: Iterable[tuple[Listed, bytes]]) -> Iterable[tuple[L
     with context.Pool(min(2, os.cpu_count() or 1)) as pool:
         rows = pool.map(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
     return [(item, Analysis.from_cache(item.path, row)) for (item, _), row in zip(listed, rows)]
+
+
+def _entity_schemas(root: str) -> list[Issue]:
+    """`schemas/entities/<type>.yaml` files must be valid entity-schema/v1 (DESIGN §4)."""
+    folder = os.path.join(root, "schemas", "entities")
+    if not os.path.isdir(folder):
+        return []
+    from .entity_schema import read_entity_schema
+
+    issues: list[Issue] = []
+    for name in sorted(os.listdir(folder)):
+        path = f"schemas/entities/{name}"
+        if not name.endswith((".yaml", ".yml")):
+            continue
+        with open(os.path.join(folder, name), "rb") as handle:
+            issues.extend(read_entity_schema(path, handle.read())[1])
+    return issues
 
 
 def _wanted_paths(root: str, cwd: str, paths: tuple[str, ...]) -> set[str] | None:
