@@ -34,10 +34,10 @@ class Repository:
               progress: Callable[[int, int], None] | None = None) -> Any:
         """Build or update the index to REV (default HEAD); returns a BuildResult.
         With `strict`, invalid documents in history leave the previous index published."""
-        from .index import IndexFiles, build
+        from .index import IndexFiles, build_index
 
         target = self.git.resolve(rev or "HEAD", "--rev")
-        return build(self.git, IndexFiles(self.index_file), target, full=full, progress=progress, strict=strict)
+        return build_index(self.git, IndexFiles(self.index_file), target, full=full, progress=progress, strict=strict)
 
     def _reader(self) -> Any:
         from .index import IndexFiles, reader_at_least

@@ -8,10 +8,10 @@ from ..errors import IndexFault
 from ..gitstore import Git
 from .store import IndexFiles, index_path, open_reader
 
-__all__ = ["IndexFiles", "build", "index_path", "open_reader", "reader_at_least"]
+__all__ = ["IndexFiles", "build_index", "index_path", "open_reader", "reader_at_least"]
 
 
-def build(git: Git, files: IndexFiles, target: str, **options: Any) -> Any:
+def build_index(git: Git, files: IndexFiles, target: str, **options: Any) -> Any:
     """See `build.build`; imported on demand (it loads the document rules and pydantic)."""
     from .build import build as _build
 
@@ -27,7 +27,7 @@ def reader_at_least(git: Git, files: IndexFiles, target: str | None, auto_update
     except IndexFault:
         if not auto_update:
             raise
-        build(git, files, target or git.resolve("HEAD"), progress=progress)
+        build_index(git, files, target or git.resolve("HEAD"), progress=progress)
         return open_reader(files.path)
     if target is None or not auto_update:
         return con
@@ -35,5 +35,5 @@ def reader_at_least(git: Git, files: IndexFiles, target: str | None, auto_update
     if indexed == target:
         return con
     con.close()
-    build(git, files, target, progress=progress)
+    build_index(git, files, target, progress=progress)
     return open_reader(files.path)

@@ -1,0 +1,124 @@
+"""Entity snapshots, provenance and the entity questions, over a real index of a real repository."""
+
+import json
+
+import pytest
+from helpers import observation
+
+from obsrepo import errors
+from obsrepo.api import Repository
+
+T1, T2, T3, T4 = "2026-01-10T09:00:00Z", "2026-02-10T09:00:00Z", "2026-03-10T09:00:00Z", "2026-04-10T09:00:00Z"
+ORG = {"tenant": {"org": "northwind"}}
+
+
+@pytest.fixture
+def story(repo):
+    crm = observation("obs-20260110-090000-0001", T1, entity="company/acme", priority=100, specificity=0.8,
+                      fields={"name": "Acme", "phone": "111", "zip": "6560", "founded_on": "2001-05-04", "tags": ["a"]}, **ORG)
+    ai = observation("obs-20260110-090000-0002", T1, entity="company/acme", priority=0, specificity=1.0,
+                     fields={"phone": "999", "employees": 250, "tags": ["b"]}, **ORG)
+    repo.add(crm, ai)
+    first = repo.commit("crm and extraction")
+    dup = observation("obs-20260210-090000-0003", T2, entity="company/acme-ltd", fields={"vat": "GB1"}, **ORG)
+    wrong = observation("obs-20260210-090000-0004", T2, entity="company/acme", fields={"employees": 9000}, **ORG)
+    inv = observation("obs-20260210-090000-0005", T2, entity="invoice/1", fields={"invoice_date": "2026-02-01", "total": 10},
+                      relations=[{"type": "PART_OF", "target": "company/acme"}], **ORG)
+    repo.add(dup, wrong, inv)
+    second = repo.commit("february")
+    fix = observation("obs-20260310-090000-0006", T3, source="human/alice", entity="company/acme",
+                      corrects="obs-20260110-090000-0001", fields={"phone": "222"}, **ORG)
+    retract = observation("obs-20260310-090000-0007", T3, source="human/alice", retracts="obs-20260210-090000-0004", **ORG)
+    merge = observation("obs-20260310-090000-0008", T3, entity="company/acme-ltd",
+                        relations=[{"type": "DUPLICATE_OF", "target": "company/acme"}], **ORG)
+    other = observation("obs-20260410-090000-0009", T4, entity="company/acme", fields={"phone": "555"}, priority=1000,
+                        tenant={"org": "globex"})
+    repo.add(fix, retract, merge, other)
+    third = repo.commit("corrections, retraction, merge")
+    repo.write("schemas/entities/company.yaml", "spec: entity-schema/v1\ntype: company\nfields:\n  tags: {policy: merge_array}\n")
+    fourth = repo.commit("company schema")
+    assert repo.check().returncode == 0, repo.check()
+    return repo, (first, second, third, fourth)
+
+
+def test_snapshot_rules_provenance_and_tenant(story):
+    repo, (first, second, third, fourth) = story
+    api = Repository(str(repo.path), tenant={"org": "northwind"})
+    snap = api.snapshot("company/acme")
+    assert snap["snapshot"] == {"employees": 250, "founded_on": "2001-05-04", "name": "Acme", "phone": "222",
+                                "tags": ["a"], "vat": "GB1", "zip": "6560"}
+    assert snap["provenance"]["phone"] == "obs-20260310-090000-0006"  # the correction; globex's 1000 is invisible
+    assert snap["provenance"]["tags"] == ["obs-20260110-090000-0001"]  # merge_array at the highest priority only
+    assert snap["at_commit"] == fourth and snap["deleted"] is False
+    assert snap["observation_count"] == 5  # 4 about acme (one retracted away) + the merged acme-ltd ones
+    assert json.dumps(api.snapshot("company/acme")) == json.dumps(snap)
+    # before the corrections: the AI's 999 loses to the CRM's 100 priority; 9000 not yet retracted
+    old = api.snapshot("company/acme", at=second)
+    assert old["snapshot"]["phone"] == "111" and old["snapshot"]["employees"] == 9000
+    assert old["snapshot"]["tags"] == ["a"] and "vat" not in old["snapshot"]
+    merged = api.snapshot("company/acme-ltd")
+    assert merged["entity_id"] == "company/acme" and merged["merged_from"] == "company/acme-ltd"
+    assert api.snapshot("company/acme", as_of="2026-01-31")["snapshot"]["phone"] == "111"
+    explained = api.snapshot("company/acme", explain=True)["explain"]["phone"]
+    assert [c["observation_id"] for c in explained if c["won"]] == ["obs-20260310-090000-0006"]
+    globex = Repository(str(repo.path), tenant={"org": "globex"}).snapshot("company/acme")
+    assert globex["snapshot"] == {"phone": "555"} and globex["observation_count"] == 1
+
+    prov = api.provenance("company/acme", "phone")
+    assert prov["observation_id"] == "obs-20260310-090000-0006" and prov["commit"] == third
+    assert prov["path"] == "observations/2026/03/10/obs-20260310-090000-0006.md" and prov["author"] == "Test Author"
+    with pytest.raises(errors.NotFoundError) as missing:
+        api.provenance("company/acme", "fax")
+    assert missing.value.code == "FIELD_NOT_FOUND"
+    with pytest.raises(errors.NotFoundError) as unknown:
+        api.snapshot("company/nobody")
+    assert unknown.value.code == "ENTITY_NOT_FOUND"
+
+
+def test_cli_snapshot_errors(story):
+    repo, _ = story
+    out = repo.obsrepo("snapshot", "company/nobody", "--format", "json")
+    assert out.returncode == 3 and json.loads(out.stdout)["error"]["code"] == "ENTITY_NOT_FOUND"
+    out = repo.obsrepo("snapshot", "company/acme", "--as-of", "yesterday", "--format", "json")
+    assert out.returncode == 2 and json.loads(out.stdout)["error"]["details"]["parameter"] == "--as-of"
+    out = repo.obsrepo("snapshot", "company/acme", "--at", "nope", "--format", "json")
+    assert out.returncode == 3 and json.loads(out.stdout)["error"]["code"] == "REF_NOT_FOUND"
+
+
+def test_entities_find_observations_relations_timeline_history(story):
+    repo, (first, second, third, fourth) = story
+    api = Repository(str(repo.path), tenant={"org": "northwind"})
+    listed = api.entities()
+    assert [e["entity_id"] for e in listed["entities"]] == ["company/acme", "invoice/1"]  # acme-ltd merged away
+    assert api.entities("invoice")["total"] == 1
+    assert [e["entity_id"] for e in api.find(" ACME ")["entities"]] == ["company/acme"]
+    assert [e["entity_id"] for e in api.find("acme-LTD")["entities"]] == ["company/acme"]
+    page = api.observations("company/acme", limit=2)
+    assert page["total"] == 6 and [o["id"] for o in page["observations"]] == [
+        "obs-20260310-090000-0008", "obs-20260310-090000-0006"]
+    rels = api.relationships("company/acme", direction="in")
+    assert {(r["type"], r["source_entity_id"]) for r in rels["relationships"]} == {
+        ("PART_OF", "invoice/1"), ("DUPLICATE_OF", "company/acme-ltd")}
+    assert api.relationships("company/acme", direction="out")["total"] == 0
+    near = api.related("invoice/1", hops=3)
+    assert [e["entity_id"] for e in near["entities"]] == ["company/acme", "company/acme-ltd"]
+    assert near["hops_traversed"] == 2
+    events = api.timeline(entity="company/acme")["events"]
+    fields = {e["field"] for e in events if e["field"]}
+    assert fields == {"founded_on"}  # zip "6560" is no date
+    assert api.timeline(entity="invoice/1", event_type="InvoiceIssued")["events"][0]["event_timestamp"] == "2026-02-01T00:00:00Z"
+    changes = api.history("company/acme")["changes"]
+    phone = [(c["commit"], c["old"], c["new"]) for c in changes if c["field"] == "phone"]
+    assert phone == [(first, None, "111"), (third, "111", "222")]
+    employees = [(c["commit"], c["new"]) for c in changes if c["field"] == "employees"]
+    assert employees == [(first, 250), (second, 9000), (third, 250)]
+
+
+def test_related_terminates_on_cycles(repo):
+    a = observation("obs-20260110-090000-0001", T1, entity="doc/a", relations=[{"type": "REFERS_TO", "target": "doc/b"}])
+    b = observation("obs-20260110-090000-0002", T1, entity="doc/b", relations=[{"type": "REFERS_TO", "target": "doc/a"}])
+    repo.add(a, b)
+    repo.commit("a cycle of references")
+    near = Repository(str(repo.path)).related("doc/a", hops=10)
+    assert [e["entity_id"] for e in near["entities"]] == ["doc/b"] and near["hops_traversed"] == 1
+    assert near["total_relationships"] == 2
