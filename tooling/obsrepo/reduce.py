@@ -7,6 +7,7 @@ their order. Nothing here does I/O.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -155,7 +156,8 @@ def _field(name: str, policy: str, carriers: list[Obs]) -> tuple[Any, Any, list[
         value = top.fields[name]
         if value is None:
             value = [] if policy == "merge_array" else _ABSENT
-        return value, top.id, ordered + rest, "correction beats every non-correction"
+        provenance = [top.id] if policy == "merge_array" else top.id
+        return value, provenance, ordered + rest, "correction beats every non-correction"
     if policy == "merge_array":
         ordered = sorted(carriers, key=lambda o: order_key("highest_priority", o))
         top = ordered[0]
@@ -163,12 +165,15 @@ def _field(name: str, policy: str, carriers: list[Obs]) -> tuple[Any, Any, list[
             return [], [top.id], ordered, "merge_array: a winning null clears"
         level = [o for o in ordered if o.priority == top.priority and o.fields[name] is not None]
         merged: list[Any] = []
+        seen: set[str] = set()
         contributors: list[str] = []
         for obs in level:
             values = obs.fields[name] if isinstance(obs.fields[name], list) else [obs.fields[name]]
             contributors.append(obs.id)
             for item in values:
-                if item not in merged:
+                key = json.dumps(item, ensure_ascii=False, separators=(",", ":"))  # equal as written JSON
+                if key not in seen:
+                    seen.add(key)
                     merged.append(item)
         return merged, contributors, ordered, f"merge_array: union at priority {top.priority}"
     ordered = sorted(carriers, key=lambda o: order_key(policy, o))

@@ -27,6 +27,35 @@ def _obs(row: tuple) -> Obs:
     )
 
 
+def all_policies(git: Git, commit: str) -> dict[tuple[str, str], str]:
+    """(entity type, field) → policy for every entity schema in the tree of `commit`."""
+    listing = git.run("ls-tree", "--name-only", "-z", commit, "schemas/entities/", check=False).split(b"\0")
+    policies: dict[tuple[str, str], str] = {}
+    for raw in listing:
+        name = raw.decode("utf-8", "replace").rsplit("/", 1)[-1]
+        if name.endswith(".yaml"):
+            entity_type = name[: -len(".yaml")]
+            for field, policy in load_policies(git, commit, entity_type).items():
+                policies[(entity_type, field)] = policy
+    return policies
+
+
+CANDIDATES = """(SELECT o.id, o.entity, o.priority, o.specificity, epoch_us(o.timestamp) AS epoch,
+    strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S')
+      || CASE WHEN epoch_us(o.timestamp) % 1000000 <> 0 THEN strftime(o.timestamp, '.%f') ELSE '' END || 'Z' AS ts,
+    o.fields FROM {relation} AS o WHERE {where})"""
+
+
+def all_snapshots(con: Any, git: Git, view: View, tenant: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Every entity's snapshot at the view's commit, reduced in SQL (`sqlreduce`)."""
+    from .sqlreduce import reduce_all
+
+    where, params = tenant_filter(tenant)
+    candidates = CANDIDATES.format(relation=view.sql, where=where)
+    return reduce_all(con, candidates, view.params + params, special_rows(con, view, tenant),
+                      all_policies(git, view.at_commit), at_commit=view.at_commit)
+
+
 def load_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
     """Per-field policies from `schemas/entities/<type>.yaml` in the tree of `commit`."""
     from .entity_schema import read_entity_schema
@@ -38,17 +67,25 @@ def load_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
     return {name: spec["policy"] for name, spec in (schema or {}).get("fields", {}).items() if spec.get("policy") in POLICIES}
 
 
+def special_rows(con: Any, view: View, tenant: dict[str, str]) -> list[Obs]:
+    """Retractions, their targets and merges: few, and all the reducer needs beyond an entity's own rows."""
+    where, params = tenant_filter(tenant)
+    visible = f"{view.sql} AS o"
+    rows = con.execute(
+        f"SELECT {_ROW} FROM {visible} WHERE {where} AND (len(o.retracts) > 0 OR "
+        "list_contains(list_transform(o.relations, r -> r.type), 'DUPLICATE_OF') OR o.id IN "
+        f"(SELECT unnest(r.retracts) FROM {view.sql} AS r WHERE len(r.retracts) > 0))",
+        view.params + params + view.params,
+    ).fetchall()
+    return [_obs(r) for r in rows]
+
+
 def snapshot(con: Any, git: Git, view: View, entity: str, tenant: dict[str, str], as_of: str | None = None,
              explain: bool = False) -> dict[str, Any]:
     where, params = tenant_filter(tenant)
     visible = f"{view.sql} AS o"
     # merges and retractions are few: read them all, then only the entities that matter
-    special = con.execute(
-        f"SELECT {_ROW} FROM {visible} WHERE {where} AND (len(o.retracts) > 0 OR "
-        "list_contains(list_transform(o.relations, r -> r.type), 'DUPLICATE_OF'))",
-        view.params + params,
-    ).fetchall()
-    special_obs = [_obs(r) for r in special]
+    special_obs = special_rows(con, view, tenant)
     merges = merge_map(special_obs, retracted_ids(special_obs))
     target = survivor(entity, merges)
     family = sorted({e for e in merges if survivor(e, merges) == target} | {target, entity})
