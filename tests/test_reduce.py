@@ -145,3 +145,9 @@ def test_sql_reducer_equals_the_python_reference(observations, policy):
             assert entity not in in_sql or reference["observation_count"] == 0
             continue
         assert json.dumps(in_sql[entity]) == json.dumps(reference), entity
+
+
+def test_deletion_gate_ignores_specificity():
+    keep = obs("obs-1", "2026-01-01T00:00:00Z", {"_deleted": False}, specificity=0.5)
+    drop = obs("obs-0", "2026-01-01T00:00:00Z", {"_deleted": True}, specificity=0.0)
+    assert reduce_entity("company/acme", [keep, drop])["deleted"] is True  # id ASC breaks the tie

@@ -123,7 +123,9 @@ def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, 
         result["merged_from"] = entity
     explanation: dict[str, list[dict[str, Any]]] = {}
 
-    deleting = sorted((o for o in candidates if "_deleted" in o.fields), key=lambda o: order_key("highest_priority", o))
+    # the deletion gate ranks by (priority DESC, timestamp DESC, id ASC): specificity plays no part
+    deleting = sorted((o for o in candidates if "_deleted" in o.fields),
+                      key=lambda o: (-o.priority, _desc(_instant(o.timestamp)), o.id))
     if deleting and deleting[0].fields["_deleted"] is True:
         result["deleted"] = True
         if explain:
