@@ -64,12 +64,9 @@ def list_entities(con: Any, git: Git, view: View, tenant: dict[str, str], entity
 
 def _merges(con: Any, view: View, tenant: dict[str, str]) -> dict[str, str]:
     from .reduce import merge_map, retracted_ids
-    from .snapshots import _ROW, _obs
+    from .snapshots import special_rows
 
-    relation, params, where = _visible(view, tenant)
-    special = [_obs(r) for r in con.execute(
-        f"SELECT {_ROW} FROM {relation} WHERE {where} AND (len(o.retracts) > 0 OR "
-        "list_contains(list_transform(o.relations, r -> r.type), 'DUPLICATE_OF'))", params).fetchall()]
+    special = special_rows(con, view, tenant)
     return merge_map(special, retracted_ids(special))
 
 

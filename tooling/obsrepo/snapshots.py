@@ -56,8 +56,19 @@ def all_snapshots(con: Any, git: Git, view: View, tenant: dict[str, str]) -> dic
                       all_policies(git, view.at_commit), at_commit=view.at_commit)
 
 
+_POLICIES: dict[tuple[str, str], dict[str, str]] = {}
+
+
 def load_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
-    """Per-field policies from `schemas/entities/<type>.yaml` in the tree of `commit`."""
+    """Per-field policies from `schemas/entities/<type>.yaml` in the tree of `commit` (a commit's
+    tree never changes, so each is read once per process)."""
+    key = (commit, entity_type)
+    if key not in _POLICIES:
+        _POLICIES[key] = _read_policies(git, commit, entity_type)
+    return _POLICIES[key]
+
+
+def _read_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
     from .entity_schema import read_entity_schema
 
     raw = git.run("cat-file", "blob", f"{commit}:schemas/entities/{entity_type}.yaml", check=False)
@@ -71,13 +82,15 @@ def special_rows(con: Any, view: View, tenant: dict[str, str]) -> list[Obs]:
     """Retractions, their targets and merges: few, and all the reducer needs beyond an entity's own rows."""
     where, params = tenant_filter(tenant)
     visible = f"{view.sql} AS o"
-    rows = con.execute(
-        f"SELECT {_ROW} FROM {visible} WHERE {where} AND (len(o.retracts) > 0 OR "
-        "list_contains(list_transform(o.relations, r -> r.type), 'DUPLICATE_OF') OR o.id IN "
-        f"(SELECT unnest(r.retracts) FROM {view.sql} AS r WHERE len(r.retracts) > 0))",
-        view.params + params + view.params,
-    ).fetchall()
-    return [_obs(r) for r in rows]
+    special = [_obs(r) for r in con.execute(f"SELECT {_ROW} FROM {visible} WHERE {where} AND o.special",
+                                            view.params + params).fetchall()]
+    targets = sorted({t for o in special for t in o.retracts})
+    if targets:
+        known = {o.id for o in special}
+        special += [_obs(r) for r in con.execute(
+            f"SELECT {_ROW} FROM {visible} WHERE {where} AND o.id IN (SELECT unnest(?::VARCHAR[]))",
+            view.params + params + [targets]).fetchall() if r[0] not in known]
+    return special
 
 
 def snapshot(con: Any, git: Git, view: View, entity: str, tenant: dict[str, str], as_of: str | None = None,
@@ -90,8 +103,7 @@ def snapshot(con: Any, git: Git, view: View, entity: str, tenant: dict[str, str]
     target = survivor(entity, merges)
     family = sorted({e for e in merges if survivor(e, merges) == target} | {target, entity})
     rows = con.execute(
-        f"SELECT {_ROW} FROM {visible} WHERE {where} AND (o.entity IN (SELECT unnest(?::VARCHAR[])) "
-        "OR len(o.retracts) > 0)",
+        f"SELECT {_ROW} FROM {visible} WHERE {where} AND o.entity IN (SELECT unnest(?::VARCHAR[]))",
         view.params + params + [family],
     ).fetchall()
     observations = {o.id: o for o in map(_obs, rows)}

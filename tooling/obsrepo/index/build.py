@@ -27,7 +27,7 @@ OBS_COLUMNS = [
     "body", "scope", "entity", "entity_type", "fields", "priority", "specificity", "corrects", "retracts",
     "relations", "tenant_org", "tenant_project", "tenant_agent", "tenant_user", "classification",
     "class_rank", "source_ref", "interpretation", "data", "context", "trace_ref", "extensions",
-    "content_hash", "commit", "author", "author_email", "committed_at",
+    "content_hash", "commit", "author", "author_email", "committed_at", "special",
 ]
 COMP_COLUMNS = [
     "row_id", "added_seq", "removed_seq", "id", "path", "blob", "topic", "domain", "created", "updated",
@@ -276,7 +276,7 @@ def _arrow_types() -> dict[str, Any]:
         "scope": texts, "corrects": texts, "retracts": texts, "observations": texts, "observations_used": texts,
         "relations": pa.list_(pa.struct([("type", text), ("target", text)])), "priority": pa.int32(),
         "specificity": pa.float64(), "class_rank": pa.int8(), "committed_at": stamp, "created": stamp,
-        "updated": stamp, "version": pa.int32(), "verified": pa.bool_(),
+        "updated": stamp, "version": pa.int32(), "verified": pa.bool_(), "special": pa.bool_(),
     }
 
 
@@ -286,9 +286,12 @@ def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> N
     import pyarrow as pa
 
     types = _arrow_types()
-    if table == "obs_versions":
+    if table.endswith("obs_versions") or table == "overlay_obs":
         for row in rows:
             row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
+            row["special"] = bool(row["retracts"]) or any(r["type"] == "DUPLICATE_OF" for r in row["relations"])
+        # stored by entity, so that one entity's rows sit together and most blocks are skipped
+        rows = sorted(rows, key=lambda r: (r["entity"] or "\uffff", r["id"]))
     for name in ("timestamp", "committed_at", "created", "updated"):
         if name in columns:
             for row in rows:

@@ -3,7 +3,7 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 `added_seq <= s < removed_seq`; the public views show the indexed commit.
 """
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 CLASSIFICATION_RANK = {"public": 0, "internal": 1, "confidential": 2, "restricted": 3}
 
@@ -24,7 +24,8 @@ CREATE TABLE obs_versions (
     classification VARCHAR NOT NULL, class_rank TINYINT NOT NULL, source_ref VARCHAR,
     interpretation VARCHAR, data JSON, context JSON, trace_ref VARCHAR, extensions JSON,
     content_hash VARCHAR NOT NULL, "commit" VARCHAR NOT NULL, author VARCHAR NOT NULL,
-    author_email VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL
+    author_email VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL,
+    special BOOLEAN NOT NULL  -- retracts something or merges (DUPLICATE_OF): the reducer reads these first
 );
 CREATE TABLE obs_terms (row_id BIGINT NOT NULL, term VARCHAR NOT NULL, tf INTEGER NOT NULL);
 CREATE TABLE obs_doclen (row_id BIGINT NOT NULL, doc_len INTEGER NOT NULL);
