@@ -47,11 +47,33 @@ class Repository:
             raise GitError("the repository has no commits yet: nothing to index")
         return reader_at_least(self.git, IndexFiles(self.index_file), head)
 
+    def _read(self, work: Callable[[Any], Any]) -> Any:
+        """Run `work(connection)`; if DuckDB reports a damaged file on the way (a bad block
+        checksum, a missing table), rebuild the index from git and run it once more."""
+        import duckdb
+
+        from .index import IndexFiles, build_index
+
+        for attempt in (1, 2):
+            con = self._reader()
+            try:
+                return work(con)
+            except (duckdb.IOException, duckdb.CatalogException, duckdb.InternalException,
+                    duckdb.SerializationException, duckdb.FatalException) as exc:
+                if attempt == 2:
+                    from .errors import IndexFault
+
+                    raise IndexFault(f"the index is damaged and rebuilding did not help: {exc}") from None
+            finally:
+                con.close()
+            build_index(self.git, IndexFiles(self.index_file), self.git.resolve("HEAD"), full=True)
+        raise AssertionError("unreachable")
+
     # -- queries -----------------------------------------------------------------------
     def query(self, request: QueryRequest, at: str | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
         """Scoped observations. `where` narrows by tenant keys (--org/--project/…) inside the
         caller's binding; it can never widen it."""
-        from .query import run_query, view_at
+        from .query import run_query
 
         request.validate()
         binding = dict(self.tenant)
@@ -61,13 +83,7 @@ class Repository:
                         "at_commit": self.git.resolve(at, "--at") if at else None}
             binding[key] = value
         request.tenant = binding
-        con = self._reader()
-        try:
-            at_sha = self.git.resolve(at, "--at") if at else con.execute(
-                "SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
-            return run_query(con, view_at(con, self.git, at_sha), request)
-        finally:
-            con.close()
+        return self._read(lambda con: run_query(con, self._view(con, at), request))
 
     def _view(self, con: Any, at: str | None) -> Any:
         from .query import view_at
@@ -82,34 +98,27 @@ class Repository:
         from .snapshots import parse_as_of, snapshot
 
         moment = parse_as_of(as_of) if as_of else None
-        con = self._reader()
-        try:
-            return snapshot(con, self.git, self._view(con, at), entity, self.tenant, as_of=moment, explain=explain)
-        finally:
-            con.close()
+        return self._read(lambda con: snapshot(con, self.git, self._view(con, at), entity, self.tenant,
+                                               as_of=moment, explain=explain))
 
     def provenance(self, entity: str, field: str, *, at: str | None = None) -> dict[str, Any]:
         """Field → winning observation → file, commit, author, source_ref, interpretation."""
         from .snapshots import provenance
 
-        con = self._reader()
-        try:
-            return provenance(con, self.git, self._view(con, at), entity, field, self.tenant)
-        finally:
-            con.close()
+        return self._read(lambda con: provenance(con, self.git, self._view(con, at), entity, field, self.tenant))
 
     def _entities_call(self, name: str, at: str | None, *args: Any, **kwargs: Any) -> Any:
         from . import entities
 
-        con = self._reader()
-        try:
+        function = getattr(entities, name)
+
+        def work(con: Any) -> Any:
             view = self._view(con, at)
-            function = getattr(entities, name)
             if name == "relationships":
                 return function(con, view, self.tenant, *args, **kwargs)
             return function(con, self.git, view, self.tenant, *args, **kwargs)
-        finally:
-            con.close()
+
+        return self._read(work)
 
     def entities(self, entity_type: str | None = None, *, limit: int = 50, offset: int = 0, at: str | None = None) -> dict:
         """retrieve_entities: every entity with its snapshot, by entity id."""
@@ -146,11 +155,7 @@ class Repository:
         """How the entity's snapshot changed, commit by commit."""
         from .entities import history
 
-        con = self._reader()
-        try:
-            return history(con, self.git, self.tenant, entity)
-        finally:
-            con.close()
+        return self._read(lambda con: history(con, self.git, self.tenant, entity))
 
     def sql(self, statement: str) -> tuple[list[str], list[tuple]]:
         """Run one read-only statement; returns (column names, rows)."""
@@ -159,8 +164,4 @@ class Repository:
         if self.tenant:
             raise UsageError("`sql` reads every tenant's rows; it is not available to a tenant-bound caller",
                              parameter="--tenant")
-        con = self._reader()
-        try:
-            return run_sql(con, statement)
-        finally:
-            con.close()
+        return self._read(lambda con: run_sql(con, statement))

@@ -25,7 +25,9 @@ def run_sql(con: Any, statement: str) -> tuple[list[str], list[tuple]]:
         result = con.execute(statement)
         if result.description is None:
             return [], []
-        table = result.fetch_arrow_table()
+        table = result.to_arrow_table() if hasattr(result, "to_arrow_table") else result.fetch_arrow_table()
+    except (duckdb.IOException, duckdb.InternalException, duckdb.SerializationException, duckdb.FatalException):
+        raise  # a damaged index, not a bad statement: the caller rebuilds it
     except duckdb.Error as exc:
         message = str(exc).splitlines()[0]
         if "read-only" in message or "read only" in message:

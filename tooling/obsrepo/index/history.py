@@ -63,15 +63,17 @@ def has_merges(git: Git, since: str | None, sha: str) -> bool:
 
 
 def commit_info(git: Git, shas: list[str]) -> dict[str, Commit]:
+    """Committer time and author of each commit (fields split by US, records by RS)."""
     if not shas:
         return {}
-    out = git.run("show", "-s", "-z", "--format=%H%x00%cI%x00%an%x00%ae%x00", *sorted(set(shas)))
-    fields = [f for f in out.split(b"\0")]
+    out = git.run("show", "-s", "--no-walk", "--format=%H%x1f%cI%x1f%an%x1f%ae%x1e", *sorted(set(shas)))
     info = {}
-    for i in range(0, len(fields) - 3, 4):
-        sha_, when, name, email = (f.decode("utf-8", "replace").strip() for f in fields[i : i + 4])
-        if sha_:
-            info[sha_] = Commit(sha_, datetime.fromisoformat(when), name, email)
+    for record in out.split(b"\x1e"):
+        parts = record.strip(b"\n").split(b"\x1f")
+        if len(parts) != 4:
+            continue
+        sha_, when, name, email = (p.decode("utf-8", "replace") for p in parts)
+        info[sha_] = Commit(sha_, datetime.fromisoformat(when), name, email)
     return info
 
 

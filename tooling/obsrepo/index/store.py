@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -103,9 +105,55 @@ class IndexFiles:
                 os.remove(leftover)
 
 
+def _identity(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _seal_path(path: str) -> str:
+    return path + ".seal"
+
+
+def _read_seal(path: str) -> dict[str, list[int]]:
+    try:
+        with open(_seal_path(path), encoding="utf-8") as handle:
+            seal = json.load(handle)
+        return {str(k): list(v) for k, v in seal.get("generations", {}).items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def sealed(path: str) -> bool:
+    """Whether the file at `path` is, byte for byte, a generation a writer published: its inode,
+    size and modification time are recorded in the seal. A file truncated, overwritten or edited
+    in place afterwards fails this test and is rebuilt rather than trusted."""
+    identity = _identity(path)
+    if identity is None:
+        return False
+    return _read_seal(path).get(str(identity[0])) == identity
+
+
 def publish(work: str, path: str) -> None:
+    """Seal the new generation (keeping the current one's entry for readers mid-swap), then
+    rename it over the published file."""
     with open(work, "rb+") as handle:
         os.fsync(handle.fileno())
+    generations = {}
+    current = _identity(path)
+    if current is not None and sealed(path):
+        generations[str(current[0])] = current
+    new = _identity(work)
+    assert new is not None
+    generations[str(new[0])] = new
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".seal-")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump({"generations": generations}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, _seal_path(path))
     os.replace(work, path)
     directory = os.open(os.path.dirname(path), os.O_RDONLY)
     try:
@@ -120,10 +168,19 @@ def open_reader(path: str, *, sandbox: bool = True) -> Any:
 
     if not os.path.exists(path):
         raise IndexFault(f"no index at {path}", path=path)
-    try:
-        con = duckdb.connect(path, read_only=True)
-    except Exception as exc:  # noqa: BLE001
-        raise IndexFault(f"the index at {path} cannot be opened: {exc}", path=path) from None
+    for _attempt in range(3):
+        before = _identity(path)
+        if not sealed(path):
+            raise IndexFault(f"the index at {path} is not a generation obsrepo published (changed in place?)", path=path)
+        try:
+            con = duckdb.connect(path, read_only=True)
+        except Exception as exc:  # noqa: BLE001
+            raise IndexFault(f"the index at {path} cannot be opened: {exc}", path=path) from None
+        if _identity(path) == before:
+            break
+        con.close()  # a writer published a new generation meanwhile: open that one
+    else:
+        raise IndexFault(f"the index at {path} keeps changing", path=path)
     try:
         meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
     except Exception as exc:  # noqa: BLE001
