@@ -474,9 +474,6 @@ def test_cli_index_default_location_meta_and_json(repo: Repo) -> None:
     assert meta(index)["commit"] == new_head
 
 
-@pytest.mark.xfail(strict=True, reason="BUG?: DESIGN §5 calls the default index git-ignored, but `obsrepo index` "
-                   "leaves .obsrepo/ untracked in a repository whose .gitignore does not list it, so `git add -A` "
-                   "commits the index")
 def test_the_default_index_location_is_git_ignored(api: Repo) -> None:
     api.add(A)
     api.commit("A")

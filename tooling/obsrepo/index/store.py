@@ -61,7 +61,12 @@ class IndexFiles:
     def writer_lock(self) -> Iterator[None]:
         import fcntl
 
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        folder = os.path.dirname(self.path)
+        os.makedirs(folder, exist_ok=True)
+        ignore = os.path.join(folder, ".gitignore")
+        if os.path.basename(folder) == ".obsrepo" and not os.path.exists(ignore):
+            with open(ignore, "w", encoding="utf-8") as handle:  # the index never belongs in git
+                handle.write("# written by obsrepo: the index is derived from git and never committed\n*\n")
         with open(self.lock_path, "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
