@@ -50,6 +50,9 @@ def main() -> None:
     repo = os.path.abspath(args.repo)
     obsrepo = [sys.executable, "-m", "obsrepo"]
     count = int(subprocess.run("git ls-files observations | wc -l", shell=True, cwd=repo, capture_output=True, text=True).stdout)
+    # a copied or freshly checked-out tree has stale stat data in git's index: refresh it once,
+    # as `git status` would, so that unchanged files are known unchanged without reading them
+    subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo)
 
     floor = median(args.runs, lambda: timed(
         "git ls-tree -r --format='%(objectname)' HEAD observations comprehension | git cat-file --batch > /dev/null",
