@@ -1,0 +1,253 @@
+"""`obsrepo sql` (DESIGN §5, §7): one read-only statement over the public tables.
+
+The public tables and views hold what the documents say at the indexed commit; any write is
+refused with VALIDATION_ERROR (exit 2) and so is any file access (COPY … TO, read_csv, ATTACH …),
+and none of them changes the index file or touches the file system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from helpers import Repo, comprehension, git_env, obs_id, observation
+
+A = observation(obs_id(1), scope=["task/1", "company/acme"], entity="company/acme", type="company.updated",
+                fields={"name": "Acme", "employees": 12, "tags": ["b2b"], "closed": None},
+                tenant={"org": "acme", "project": "web"})
+B = observation(obs_id(2), entity="company/globex", fields={"name": "Globex"},
+                relations=[{"type": "REFERS_TO", "target": "company/acme"}], tenant={"org": "acme", "project": "web"})
+C = observation(obs_id(3), scope=["task/1"], tenant={"org": "globex"})
+D = observation(obs_id(4))  # deleted again: not in the public tables
+COMP = comprehension("comp-acme", [A.id, B.id], posterior={
+    "statement": "Acme is a small b2b company", "confidence": "medium", "update_reasoning": "A says so",
+    "observations_used": [A.id]}, version=2)
+
+
+@contextlib.contextmanager
+def hermetic(env: dict[str, str]) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(os.environ):
+            if key.startswith(("GIT_", "OBSREPO_")):
+                mp.delenv(key)
+        for key, value in env.items():
+            mp.setenv(key, value)
+        yield
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: Any) -> Iterator[Repo]:
+    base = tmp_path_factory.mktemp("sql")
+    home = base / "_home"
+    home.mkdir()
+    repo = Repo(base / "repo", git_env(home, base), None)  # type: ignore[arg-type]
+    repo.path.mkdir()
+    repo.git("init", "-q", "-b", "main")
+    repo.add(A, C, D, comprehension("comp-acme", [A.id]))
+    repo.commit("first")
+    repo.git("rm", "-q", D.path)
+    repo.add(B, COMP)
+    repo.commit("second")
+    (base / "secret.csv").write_text("user,password\nroot,hunter2\n")
+    with hermetic(repo.env):
+        sql(repo, "SELECT 1")  # no index yet: `sql` builds it from git first
+        yield repo
+
+
+def sql(repo: Repo, statement: str) -> tuple[list[str], list[tuple]]:
+    from obsrepo.api import Repository
+
+    return Repository(str(repo.path)).sql(statement)
+
+
+def index_file(repo: Repo) -> Path:
+    return repo.path / ".obsrepo" / "index.duckdb"
+
+
+def fingerprint(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- the public tables ---------------------------------------------------------------------
+
+def test_meta_holds_the_indexed_commit_and_format(repo: Repo) -> None:
+    columns, rows = sql(repo, "SELECT key, value FROM meta ORDER BY key")
+    found = dict(rows)
+    assert found["commit"] == repo.sha() and len(found["commit"]) == 40
+    assert found["format_version"]
+
+
+def test_observations(repo: Repo) -> None:
+    columns, rows = sql(repo, 'SELECT id, entity, type, tenant_org, tenant_project, path, "commit" FROM observations ORDER BY id')
+    first, second = repo.sha("HEAD~1"), repo.sha()
+    assert rows == [
+        (A.id, "company/acme", "company.updated", "acme", "web", A.path, first),
+        (B.id, "company/globex", None, "acme", "web", B.path, second),
+        (C.id, None, None, "globex", None, C.path, first),
+    ]
+
+
+def test_observation_scopes_is_the_junction_of_seed_002(repo: Repo) -> None:
+    columns, rows = sql(repo, "SELECT * FROM observation_scopes ORDER BY ALL")
+    assert columns == ["observation_id", "scope_id"]
+    assert rows == [(A.id, "company/acme"), (A.id, "task/1"), (C.id, "task/1")]
+
+
+def test_observation_fields_is_long_form_with_json_values(repo: Repo) -> None:
+    columns, rows = sql(repo, "SELECT observation_id, entity, field, value FROM observation_fields ORDER BY ALL")
+    assert [(r[0], r[1], r[2], json.loads(r[3])) for r in rows] == [
+        (A.id, "company/acme", "closed", None),
+        (A.id, "company/acme", "employees", 12),
+        (A.id, "company/acme", "name", "Acme"),
+        (A.id, "company/acme", "tags", ["b2b"]),
+        (B.id, "company/globex", "name", "Globex"),
+    ]
+
+
+def test_relations(repo: Repo) -> None:
+    columns, rows = sql(repo, "SELECT observation_id, source_entity, type, target_entity FROM relations")
+    assert rows == [(B.id, "company/globex", "REFERS_TO", "company/acme")]
+
+
+def test_comprehensions_and_their_citations(repo: Repo) -> None:
+    _, rows = sql(repo, "SELECT id, version, path FROM comprehensions")
+    assert rows == [("comp-acme", 2, "comprehension/comp-acme.md")]
+    _, rows = sql(repo, "SELECT comprehension_id, observation_id, used FROM comprehension_observations ORDER BY ALL")
+    assert rows == [("comp-acme", A.id, True), ("comp-acme", B.id, False)]
+
+
+def test_public_tables_follow_the_indexed_commit(repo: Repo) -> None:
+    _, rows = sql(repo, "SELECT count(*) FROM observations WHERE id = '%s'" % D.id)
+    assert rows == [(0,)], "a document deleted in history is not in the public tables"
+
+
+# --- output formats -------------------------------------------------------------------------
+
+def test_cli_formats(repo: Repo) -> None:
+    statement = "SELECT id, scope, priority FROM observations ORDER BY id"
+    proc = repo.obsrepo("sql", statement, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [
+        {"id": A.id, "scope": ["task/1", "company/acme"], "priority": 100},
+        {"id": B.id, "scope": [], "priority": 100},
+        {"id": C.id, "scope": ["task/1"], "priority": 100},
+    ]
+    proc = repo.obsrepo("sql", statement, "--format", "csv")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.reader(io.StringIO(proc.stdout)))
+    assert rows[0] == ["id", "scope", "priority"] and [r[0] for r in rows[1:]] == [A.id, B.id, C.id]
+    proc = repo.obsrepo("sql", statement)
+    assert proc.returncode == 0, proc.stderr
+    assert all(i in proc.stdout for i in (A.id, B.id, C.id)) and proc.stdout.splitlines()[0].split()[0] == "id"
+
+
+# --- read-only and sandboxed ---------------------------------------------------------------
+
+def _writes(repo: Repo) -> list[str]:
+    return [
+        "INSERT INTO meta VALUES ('x', 'y')",
+        "UPDATE meta SET value = '0' WHERE key = 'format_version'",
+        "DELETE FROM obs_versions",
+        "DROP TABLE meta",
+        "DROP VIEW observations",
+        "CREATE TABLE t AS SELECT 1 AS x",
+        "CREATE VIEW v AS SELECT 1 AS x",
+        "ALTER TABLE meta ADD COLUMN z INTEGER",
+        "SELECT 1; DELETE FROM meta",
+        "CREATE MACRO m(x) AS x + 1",
+    ]
+
+
+def _file_access(repo: Repo) -> list[str]:
+    outside = repo.path.parent
+    secret = outside / "secret.csv"
+    return [
+        f"COPY observations TO '{outside}/out.csv'",
+        f"COPY (SELECT * FROM meta) TO '{outside}/out.parquet' (FORMAT parquet)",
+        f"EXPORT DATABASE '{outside}/export'",
+        f"SELECT * FROM read_csv('{secret}')",
+        f"SELECT * FROM read_csv_auto('{secret}')",
+        f"SELECT * FROM '{secret}'",
+        f"SELECT content FROM read_text('{secret}')",
+        f"SELECT * FROM read_blob('{secret}')",
+        f"SELECT * FROM glob('{outside}/*')",
+        f"ATTACH '{outside}/other.duckdb' AS other",
+        f"ATTACH '{index_file(repo)}.copy' AS again",
+        f"SET enable_external_access = true; SELECT * FROM read_csv('{secret}')",
+        "SET enable_external_access = true",
+        "RESET enable_external_access",
+        "SET lock_configuration = false",
+        f"LOAD '{outside}/evil.duckdb_extension'",
+        f"INSTALL '{outside}/evil.duckdb_extension'",
+    ]
+
+
+def _created(repo: Repo) -> set[str]:
+    return {p.name for p in repo.path.parent.iterdir()}
+
+
+def test_writes_and_file_access_are_refused_and_change_nothing(repo: Repo) -> None:
+    from obsrepo.errors import UsageError
+
+    before, files = fingerprint(index_file(repo)), _created(repo)
+    for kind, statements in (("write", _writes(repo)), ("file", _file_access(repo))):
+        for statement in statements:
+            with pytest.raises(UsageError) as caught:
+                columns, rows = sql(repo, statement)
+                pytest.fail(f"{statement!r} was allowed: {columns} {rows}")
+            error = caught.value
+            assert error.code == "VALIDATION_ERROR" and error.exit_code == 2, statement
+            assert "hunter2" not in error.message
+            if kind == "write":
+                assert "read-only" in error.message or "read only" in error.message, (statement, error.message)
+    assert fingerprint(index_file(repo)) == before
+    assert _created(repo) == files, "nothing was written outside the index"
+    assert sql(repo, "SELECT count(*) FROM observations")[1] == [(3,)]
+
+
+@pytest.mark.parametrize("statement,words", [
+    ("DELETE FROM meta", "read-only"),
+    ("COPY observations TO '{outside}/leak.csv'", ""),
+    ("SELECT * FROM read_csv('{outside}/secret.csv')", ""),
+    ("ATTACH '{outside}/x.duckdb' AS x", ""),
+], ids=["delete", "copy-to", "read_csv", "attach"])
+def test_cli_refusals_exit_2_with_the_envelope(repo: Repo, statement: str, words: str) -> None:
+    before, files = fingerprint(index_file(repo)), _created(repo)
+    statement = statement.format(outside=repo.path.parent)
+    proc = repo.obsrepo("sql", statement, "--format", "json")
+    assert proc.returncode == 2, proc
+    error = json.loads(proc.stdout)["error"]
+    assert error["code"] == "VALIDATION_ERROR" and words in error["message"]
+    assert "hunter2" not in proc.stdout + proc.stderr
+    assert fingerprint(index_file(repo)) == before and _created(repo) == files
+
+
+def test_cli_refusal_in_text_mode_goes_to_stderr(repo: Repo) -> None:
+    proc = repo.obsrepo("sql", "DROP TABLE meta")
+    assert (proc.returncode, proc.stdout) == (2, "") and "VALIDATION_ERROR" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_sql_is_a_validation_error_not_a_crash(repo: Repo) -> None:
+    from obsrepo.errors import UsageError
+
+    for statement in ("SELEC 1", "SELECT * FROM no_such_table", "", "SELECT 1/0::INTEGER"):
+        try:
+            sql(repo, statement)
+        except UsageError as error:
+            assert error.code == "VALIDATION_ERROR"
+
+
+def test_a_tenant_bound_caller_cannot_read_other_tenants_through_sql(repo: Repo) -> None:
+    bound = Repo(repo.path, dict(repo.env, OBSREPO_TENANT="org=acme"), None)  # type: ignore[arg-type]
+    proc = bound.obsrepo("sql", "SELECT id, tenant_org FROM observations", "--format", "json")
+    assert C.id not in proc.stdout and "globex" not in proc.stdout
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["code"] == "VALIDATION_ERROR"
