@@ -50,16 +50,14 @@ class Repository:
     def _read(self, work: Callable[[Any], Any]) -> Any:
         """Run `work(connection)`; if DuckDB reports a damaged file on the way (a bad block
         checksum, a missing table), rebuild the index from git and run it once more."""
-        import duckdb
-
         from .index import IndexFiles, build_index
+        from .index.store import damage_errors
 
         for attempt in (1, 2):
             con = self._reader()
             try:
                 return work(con)
-            except (duckdb.IOException, duckdb.CatalogException, duckdb.InternalException,
-                    duckdb.SerializationException, duckdb.FatalException) as exc:
+            except damage_errors() as exc:
                 if attempt == 2:
                     from .errors import IndexFault
 

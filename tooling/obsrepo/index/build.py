@@ -18,7 +18,8 @@ from ..report import Issue
 from ..rules import analyze, kind_of, place
 from . import history
 from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, TABLES, VIEWS
-from .store import IndexFiles, load_fts, publish
+from ..errors import IndexFault
+from .store import IndexFiles, damage_errors, load_fts, publish
 
 PARALLEL_THRESHOLD = 2000
 
@@ -59,33 +60,47 @@ class StrictFailure(Exception):
 def build(git: Git, files: IndexFiles, target: str, full: bool = False,
           progress: Callable[[int, int], None] | None = None, strict: bool = False) -> BuildResult:
     """Bring the index to commit `target` (a full sha) and publish it."""
-    import duckdb
-
     with files.writer_lock():
         existing = None if full else files.current_commit_chain()
-        work = files.private_copy(existing is not None)
-        con = duckdb.connect(work)
+        if existing and existing[-1] == target:
+            if files.intact():
+                return BuildResult(target, False)  # already there: nothing copied, nothing published
+            existing = None  # a damaged block somewhere: rebuild from git
         try:
-            load_fts(con)
+            return _write(git, files, target, existing, progress, strict)
+        except damage_errors() as exc:
             if existing is None:
-                con.execute(TABLES)
-            result = _apply(git, con, target, existing, progress)
-            if strict and result.problems:
-                raise StrictFailure
-            con.execute(VIEWS)
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?), ('format_version', ?)", [target, FORMAT_VERSION])
-            con.execute("CHECKPOINT")
-        except StrictFailure:
-            con.close()
-            files.discard(work)
-            return result
-        except BaseException:
-            con.close()
-            files.discard(work)
-            raise
+                raise IndexFault(f"the index could not be written: {exc}", path=files.path) from None
+        return _write(git, files, target, None, progress, strict)  # the copy held damaged blocks
+
+
+def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
+           progress: Callable[[int, int], None] | None, strict: bool) -> BuildResult:
+    import duckdb
+
+    work = files.private_copy(existing is not None)
+    con = duckdb.connect(work)
+    try:
+        load_fts(con)
+        if existing is None:
+            con.execute(TABLES)
+        result = _apply(git, con, target, existing, progress)
+        if strict and result.problems:
+            raise StrictFailure
+        con.execute(VIEWS)
+        con.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?), ('format_version', ?)", [target, FORMAT_VERSION])
+        con.execute("CHECKPOINT")
+    except StrictFailure:
         con.close()
-        publish(work, files.path)
+        files.discard(work)
         return result
+    except BaseException:
+        con.close()
+        files.discard(work)
+        raise
+    con.close()
+    publish(work, files.path)
+    return result
 
 
 def _apply(git: Git, con: Any, target: str, stored: list[str] | None,

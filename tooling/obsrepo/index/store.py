@@ -52,6 +52,14 @@ def load_fts(con: Any) -> None:
         ) from None
 
 
+def damage_errors() -> tuple[type[BaseException], ...]:
+    """What DuckDB raises when a file's blocks or catalog are damaged."""
+    import duckdb
+
+    return (duckdb.IOException, duckdb.CatalogException, duckdb.InternalException,
+            duckdb.SerializationException, duckdb.FatalException)
+
+
 class IndexFiles:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -93,6 +101,24 @@ class IndexFiles:
             return None
         finally:
             con.close()
+
+    def intact(self) -> bool:
+        """Whether every row of every table of the published index reads back: DuckDB checks
+        each block's checksum as it reads it, so a damaged block anywhere fails here."""
+        try:
+            con = open_reader(self.path)
+        except IndexFault:
+            return False
+        try:
+            tables = con.execute("SELECT schema_name, table_name FROM duckdb_tables() "
+                                 "WHERE database_name = current_database() ORDER BY ALL").fetchall()
+            for schema, table in tables:
+                con.execute(f'SELECT count(*), max(hash(t)) FROM "{schema}"."{table}" AS t').fetchall()
+        except Exception:  # noqa: BLE001 - any failure to read back means: do not trust it
+            return False
+        finally:
+            con.close()
+        return True
 
     def private_copy(self, copy: bool) -> str:
         work = f"{self.path}.tmp-{os.getpid()}"
