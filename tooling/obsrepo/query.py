@@ -143,9 +143,9 @@ def tenant_filter(binding: dict[str, str], alias: str = "o") -> tuple[str, list[
 def _filters(request: QueryRequest) -> tuple[str, list[Any]]:
     where, params = tenant_filter(request.tenant)
     clauses = [where]
-    if request.scopes:
-        clauses.append("list_has_any(o.scope, ?::VARCHAR[])")
-        params.append(list(request.scopes))
+    if request.scopes:  # list_contains is cheaper than list_has_any
+        clauses.append("(" + " OR ".join("list_contains(o.scope, ?)" for _ in request.scopes) + ")")
+        params.extend(request.scopes)
     if request.type is not None:
         clauses.append("o.type = ?")
         params.append(request.type)
@@ -173,30 +173,39 @@ RECORD_SQL = """o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f') AS ts, o.typ
 
 
 def run_query(con: Any, view: View, request: QueryRequest) -> dict[str, Any]:
+    """One page of observations. The filters run over narrow columns only (row id, timestamp,
+    id): the page's records are fetched afterwards, so a query costs the same whatever the
+    size of the bodies it skips."""
     request.validate()
     where, params = _filters(request)
-    visible = f"{view.sql} AS o"
-    retracted = ""
     if not request.include_retracted:
-        # a retraction counts only within its own tenant mapping
-        retracted = (f" AND NOT EXISTS (SELECT 1 FROM {view.sql} AS r WHERE len(r.retracts) > 0 "
-                     "AND list_contains(r.retracts, o.id) AND r.tenant_org IS NOT DISTINCT FROM o.tenant_org "
-                     "AND r.tenant_project IS NOT DISTINCT FROM o.tenant_project "
-                     "AND r.tenant_agent IS NOT DISTINCT FROM o.tenant_agent "
-                     "AND r.tenant_user IS NOT DISTINCT FROM o.tenant_user)")
-    base_params = view.params + params + (view.params if retracted else [])
+        hidden = retracted_rows(con, view)
+        if hidden:
+            where += " AND NOT list_contains(?::BIGINT[], o.row_id)"
+            params.append(hidden)
+    visible = f"{view.sql} AS o"
     direction = "DESC" if request.order == "desc" else "ASC"
-    order = f"o.timestamp {direction}, o.id {direction}"
+    order = f"timestamp {direction}, id {direction}"
+    matching = f"SELECT o.row_id, o.timestamp, o.id FROM {visible} WHERE {where}"
     if request.text:
-        sql, all_params = _text_sql(view, visible, where, retracted, base_params, request, order)
+        page, total = _text_page(con, view, matching, view.params + params, request, order)
     else:
-        sql = (f"SELECT {RECORD_SQL}, NULL AS score, count(*) OVER () AS total FROM {visible} "
-               f"WHERE {where}{retracted} ORDER BY {order} LIMIT ? OFFSET ?")
-        all_params = base_params + [request.limit, request.offset]
-    rows = con.execute(sql, all_params).fetchall()
-    total = rows[0][-1] if rows else _count(con, visible, where, retracted, base_params, request, view)
+        rows = con.execute(f"SELECT row_id, count(*) OVER () FROM ({matching}) ORDER BY {order} LIMIT ? OFFSET ?",
+                           view.params + params + [request.limit, request.offset]).fetchall()
+        page = [(row_id, None) for row_id, _ in rows]
+        if rows:
+            total = rows[0][1]
+        else:  # past the last page
+            total = con.execute(f"SELECT count(*) FROM ({matching})", view.params + params).fetchone()[0]
+    records = fetch_records(con, view, [row_id for row_id, _ in page])
+    observations = []
+    for row_id, score in page:
+        record = records[row_id]
+        if request.text:
+            record["score"] = score
+        observations.append(record)
     return {
-        "observations": [_record(row, request.text is not None) for row in rows],
+        "observations": observations,
         "total": total,
         "limit": request.limit,
         "offset": request.offset,
@@ -204,35 +213,51 @@ def run_query(con: Any, view: View, request: QueryRequest) -> dict[str, Any]:
     }
 
 
-def _text_sql(view: View, visible: str, where: str, retracted: str, base_params: list, request: QueryRequest,
-              order: str) -> tuple[str, list]:
+def retracted_rows(con: Any, view: View) -> list[int]:
+    """Row ids of the visible observations that a visible retraction in the same tenant
+    mapping retracts (sorted)."""
+    same_tenant = " AND ".join(f"g.{c} IS NOT DISTINCT FROM o.{c}" for c in _TENANT_COLUMNS.values())
+    sql = f"""
+    WITH g AS (SELECT unnest(r.retracts) AS target, {", ".join(f"r.{c}" for c in _TENANT_COLUMNS.values())}
+               FROM {view.sql} AS r WHERE r.special AND len(r.retracts) > 0)
+    SELECT DISTINCT o.row_id FROM {view.sql} AS o JOIN g ON g.target = o.id AND {same_tenant} ORDER BY 1
+    """
+    return [row[0] for row in con.execute(sql, view.params + view.params).fetchall()]
+
+
+def fetch_records(con: Any, view: View, row_ids: list[int]) -> dict[int, dict[str, Any]]:
+    if not row_ids:
+        return {}
+    rows = con.execute(f"SELECT o.row_id, {RECORD_SQL}, NULL, NULL FROM {view.sql} AS o "
+                       "WHERE list_contains(?::BIGINT[], o.row_id)", view.params + [row_ids]).fetchall()
+    return {row[0]: _record(row[1:], False) for row in rows}
+
+
+def _text_page(con: Any, view: View, matching: str, params: list, request: QueryRequest,
+               order: str) -> tuple[list[tuple[int, float]], int]:
+    """BM25 over the matching observations: N and the mean length are theirs, so another
+    tenant's documents (or any filtered-out ones) never change a score."""
     tokens = TOKENS.format("?")
     sql = f"""
-    WITH v AS (SELECT o.* FROM {visible} WHERE {where}{retracted}),
+    WITH v AS ({matching}),
     q AS (SELECT DISTINCT stem(t, 'porter') AS term FROM (SELECT unnest({tokens}) AS t) WHERE t <> ''),
-    lens AS (SELECT d.row_id, d.doc_len FROM {view.doclen_sql} AS d JOIN v USING (row_id)),
-    stats AS (SELECT count(*) AS n, coalesce(avg(doc_len), 0) AS avgdl FROM (SELECT v.row_id, coalesce(l.doc_len, 0) AS doc_len FROM v LEFT JOIN lens l USING (row_id))),
+    lens AS (SELECT v.row_id, coalesce(d.doc_len, 0) AS doc_len FROM v LEFT JOIN {view.doclen_sql} AS d USING (row_id)),
+    stats AS (SELECT count(*) AS n, coalesce(avg(doc_len), 0) AS avgdl FROM lens),
     hits AS (SELECT t.row_id, t.term, t.tf, l.doc_len FROM {view.terms_sql} AS t JOIN q USING (term) JOIN lens l USING (row_id)),
     df AS (SELECT term, count(*) AS df FROM hits GROUP BY term),
     scored AS (
         SELECT h.row_id, round(sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
                * h.tf * {K1 + 1} / (h.tf + {K1} * (1 - {B} + {B} * h.doc_len / greatest(stats.avgdl, 1)))), 6) AS score
         FROM hits h JOIN df USING (term), stats GROUP BY h.row_id
-    )
-    SELECT {RECORD_SQL}, s.score, count(*) OVER () AS total
-    FROM scored s JOIN v AS o USING (row_id)
-    ORDER BY s.score DESC, {order} LIMIT ? OFFSET ?
+    ),
+    ranked AS (SELECT s.row_id, s.score, v.timestamp, v.id FROM scored s JOIN v USING (row_id))
+    SELECT row_id, score, (SELECT count(*) FROM ranked) FROM ranked ORDER BY score DESC, {order} LIMIT ? OFFSET ?
     """
-    return sql, base_params + [request.text, request.limit, request.offset]
-
-
-def _count(con: Any, visible: str, where: str, retracted: str, base_params: list, request: QueryRequest, view: View) -> int:
-    if request.offset == 0:
-        return 0
-    if request.text:
-        sql, params = _text_sql(view, visible, where, retracted, base_params, request, "o.id")
-        return con.execute(f"SELECT count(*) FROM ({sql.rsplit('LIMIT', 1)[0]})", params[:-2]).fetchone()[0]
-    return con.execute(f"SELECT count(*) FROM {visible} WHERE {where}{retracted}", base_params).fetchone()[0]
+    rows = con.execute(sql, params + [request.text, request.limit, request.offset]).fetchall()
+    if rows:
+        return [(row_id, score) for row_id, score, _ in rows], rows[0][2]
+    count = sql.rsplit("SELECT row_id", 1)[0] + "SELECT count(*) FROM ranked"
+    return [], con.execute(count, params + [request.text]).fetchone()[0]
 
 
 def _iso(text: str) -> str:
