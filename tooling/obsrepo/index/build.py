@@ -22,6 +22,7 @@ from ..errors import IndexFault
 from .store import IndexFiles, damage_errors, load_fts, publish
 
 PARALLEL_THRESHOLD = 2000
+SMALL_BATCH = 64  # rows inserted with plain parameters rather than through Arrow
 
 OBS_COLUMNS = [
     "row_id", "added_seq", "removed_seq", "id", "path", "blob", "timestamp", "source", "event", "type",
@@ -147,6 +148,10 @@ def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
 
 
 def _insert_commits(con: Any, keep: int, appended: list) -> None:
+    if len(appended) <= SMALL_BATCH:
+        con.executemany("INSERT INTO commits VALUES (?, ?, ?, ?, ?)", [
+            [keep + 1 + i, c.sha, utc(c.committed_at), c.author, c.author_email] for i, c in enumerate(appended)])
+        return
     import pyarrow as pa
 
     con.register("new_commits", pa.table({
@@ -190,9 +195,8 @@ def _remove(con: Any, removals: list[tuple[str, int]]) -> int:
     """Close the visibility range of each path's current version at the commit that removed it."""
     if not removals:
         return 0
-    import pyarrow as pa
-
-    con.register("removed", pa.table({"path": [p for p, _ in removals], "seq": pa.array([s for _, s in removals], pa.int32())}))
+    con.execute("CREATE OR REPLACE TEMP TABLE removed (path VARCHAR NOT NULL, seq INTEGER NOT NULL)")
+    insert_rows(con, "removed", ["path", "seq"], [{"path": path, "seq": seq} for path, seq in removals])
     count = 0
     for table in ("obs_versions", "comp_versions", "problems"):
         changed = con.execute(
@@ -201,7 +205,7 @@ def _remove(con: Any, removals: list[tuple[str, int]]) -> int:
         ).fetchone()
         if table != "problems" and changed:
             count += changed[0]
-    con.unregister("removed")
+    con.execute("DROP TABLE removed")
     return count
 
 
@@ -291,16 +295,13 @@ def _arrow_types() -> dict[str, Any]:
         "scope": texts, "corrects": texts, "retracts": texts, "observations": texts, "observations_used": texts,
         "relations": pa.list_(pa.struct([("type", text), ("target", text)])), "priority": pa.int32(),
         "specificity": pa.float64(), "class_rank": pa.int8(), "committed_at": stamp, "created": stamp,
-        "updated": stamp, "version": pa.int32(), "verified": pa.bool_(), "special": pa.bool_(),
+        "updated": stamp, "version": pa.int32(), "seq": pa.int32(), "verified": pa.bool_(), "special": pa.bool_(),
     }
 
 
 def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> None:
     if not rows:
         return
-    import pyarrow as pa
-
-    types = _arrow_types()
     if table.endswith("obs_versions") or table == "overlay_obs":
         for row in rows:
             row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
@@ -311,9 +312,18 @@ def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> N
         if name in columns:
             for row in rows:
                 row[name] = utc(row[name])
+    quoted = ", ".join(f'"{c}"' for c in columns)
+    if len(rows) <= SMALL_BATCH:
+        # a few rows (an update, an overlay): plain parameters spare loading pyarrow's dataset module
+        holes = "(" + ", ".join("?" for _ in columns) + ")"
+        con.execute(f"INSERT INTO {table} ({quoted}) VALUES " + ", ".join(holes for _ in rows),
+                    [row[name] for row in rows for name in columns])
+        return
+    import pyarrow as pa
+
+    types = _arrow_types()
     arrays = {name: pa.array([row[name] for row in rows], types.get(name, pa.string())) for name in columns}
     con.register("incoming", pa.table(arrays))
-    quoted = ", ".join(f'"{c}"' for c in columns)
     con.execute(f"INSERT INTO {table} ({quoted}) SELECT {quoted} FROM incoming")
     con.unregister("incoming")
 

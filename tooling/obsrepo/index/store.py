@@ -92,7 +92,7 @@ class IndexFiles:
     def current_commit_chain(self) -> list[str] | None:
         """The stored first-parent chain, or None when there is no trustworthy index."""
         try:
-            con = open_reader(self.path)
+            con = open_reader(self.path, fts=False)
         except IndexFault:
             return None
         try:
@@ -106,7 +106,7 @@ class IndexFiles:
         """Whether every row of every table of the published index reads back: DuckDB checks
         each block's checksum as it reads it, so a damaged block anywhere fails here."""
         try:
-            con = open_reader(self.path)
+            con = open_reader(self.path, fts=False)
         except IndexFault:
             return False
         try:
@@ -205,7 +205,7 @@ def _without_pandas() -> None:
         sys.modules["pandas"] = None  # type: ignore[assignment]
 
 
-def open_reader(path: str, *, sandbox: bool = True) -> Any:
+def open_reader(path: str, *, sandbox: bool = True, fts: bool = True) -> Any:
     """A read-only connection to a published index, checked before it is trusted."""
     import duckdb
 
@@ -234,7 +234,8 @@ def open_reader(path: str, *, sandbox: bool = True) -> Any:
     if meta.get("format_version") != FORMAT_VERSION or len(meta.get("commit", "")) != 40:
         con.close()
         raise IndexFault(f"the index at {path} has format {meta.get('format_version')!r}, expected {FORMAT_VERSION}", path=path)
-    load_fts(con)
+    if fts:
+        load_fts(con)
     if sandbox:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
