@@ -19,7 +19,7 @@ from ..rules import analyze, kind_of, place
 from . import history
 from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, TABLES, VIEWS
 from ..errors import IndexFault
-from .store import IndexFiles, damage_errors, load_fts, publish
+from .store import IndexFiles, damage_errors, without_pandas, load_fts, publish
 
 PARALLEL_THRESHOLD = 2000
 SMALL_BATCH = 64  # rows inserted with plain parameters rather than through Arrow
@@ -79,6 +79,7 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
            progress: Callable[[int, int], None] | None, strict: bool) -> BuildResult:
     import duckdb
 
+    without_pandas()
     work = files.private_copy(existing is not None)
     con = duckdb.connect(work)
     try:

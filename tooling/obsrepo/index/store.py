@@ -193,7 +193,7 @@ def publish(work: str, path: str) -> None:
         os.close(directory)
 
 
-def _without_pandas() -> None:
+def without_pandas() -> None:
     """DuckDB's Python client tries `import pandas` for every parameter it converts; when pandas
     is not installed each failed attempt walks sys.path again (~0.1 ms, dozens per query).
     Recording the absence once makes those attempts fail at once; nothing changes when pandas
@@ -209,7 +209,7 @@ def open_reader(path: str, *, sandbox: bool = True, fts: bool = True) -> Any:
     """A read-only connection to a published index, checked before it is trusted."""
     import duckdb
 
-    _without_pandas()
+    without_pandas()
 
     if not os.path.exists(path):
         raise IndexFault(f"no index at {path}", path=path)
