@@ -122,3 +122,26 @@ def test_related_terminates_on_cycles(repo):
     near = Repository(str(repo.path)).related("doc/a", hops=10)
     assert [e["entity_id"] for e in near["entities"]] == ["doc/b"] and near["hops_traversed"] == 1
     assert near["total_relationships"] == 2
+
+
+def test_history_skips_only_commits_that_cannot_change_the_entity(story, monkeypatch):
+    """History replays the commits that can matter; the answer equals a replay of every commit,
+    whatever commits unrelated to the entity, or schema-only commits, lie between."""
+    from obsrepo import entities
+
+    repo, _ = story
+    repo.add(observation("obs-20260411-090000-0010", T4, entity="company/acme", fields={"size": "small"}, priority=100, **ORG),
+             observation("obs-20260412-090000-0011", "2026-04-12T09:00:00Z", entity="company/acme", fields={"size": "large"}, priority=0,
+                         **ORG))
+    repo.commit("two sizes")
+    repo.add(observation("obs-20260415-090000-0012", T4, entity="invoice/2", fields={"total": 3}, **ORG))
+    repo.commit("unrelated")
+    repo.write("schemas/entities/company.yaml",
+               "spec: entity-schema/v1\ntype: company\nfields:\n  tags: {policy: merge_array}\n  size: {policy: last_write}\n")
+    repo.commit("company size becomes last_write")
+    api = Repository(str(repo.path), tenant={"org": "northwind"})
+    pruned = {e: api.history(e) for e in ("company/acme", "company/acme-ltd", "invoice/1", "invoice/2")}
+    monkeypatch.setattr(entities, "_commits_that_matter", lambda con, git, tenant, entity, commits: {c[0] for c in commits})
+    assert {e: api.history(e) for e in pruned} == pruned
+    size = [(c["commit"], c["old"], c["new"]) for c in pruned["company/acme"]["changes"] if c["field"] == "size"]
+    assert size == [(repo.sha("HEAD~2"), None, "small"), (repo.sha(), "small", "large")]  # the schema alone changed it

@@ -291,15 +291,42 @@ def timeline(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str
     return {"events": kept[offset : offset + limit], "total": len(kept)}
 
 
+def _commits_that_matter(con: Any, git: Git, tenant: dict[str, str], entity: str, commits: list[tuple]) -> set[int]:
+    """Chain positions at which the entity's snapshot can change: where an observation of the
+    entity, or of any entity ever merged with it, or any retraction or merge, comes or goes,
+    and where the entity schema of any of their types changes. A superset is harmless (an
+    unchanged snapshot records no change); a missing commit would lose one."""
+    neighbours: dict[str, set[str]] = {}
+    for source, relation in con.execute(
+            "SELECT entity, unnest(relations) FROM obs_versions WHERE special AND entity IS NOT NULL").fetchall():
+        if relation["type"] == "DUPLICATE_OF":
+            neighbours.setdefault(source, set()).add(relation["target"])
+            neighbours.setdefault(relation["target"], set()).add(source)
+    family, todo = {entity}, [entity]
+    while todo:
+        for other in neighbours.get(todo.pop(), ()):
+            if other not in family:
+                family.add(other)
+                todo.append(other)
+    where, params = tenant_filter(tenant)
+    relevant = {r[0] for r in con.execute(
+        f"SELECT DISTINCT unnest([o.added_seq, o.removed_seq]) FROM obs_versions AS o WHERE {where} "
+        "AND (o.special OR o.entity IN (SELECT unnest(?::VARCHAR[])))", params + [sorted(family)]).fetchall()}
+    if commits:
+        seq_of = {sha: seq for seq, sha, _when, _author in commits}
+        schemas = sorted({f"schemas/entities/{e.split('/', 1)[0]}.yaml" for e in family})
+        touched = git.run("log", "--first-parent", "--format=%H", commits[-1][1], "--", *schemas).decode().split()
+        relevant.update(seq_of[sha] for sha in touched if sha in seq_of)
+    return relevant
+
+
 def history(con: Any, git: Git, tenant: dict[str, str], entity: str) -> dict[str, Any]:
     """How the snapshot changed commit by commit on the indexed chain."""
     from .query import view_at
 
     commits = con.execute("SELECT seq, sha, strftime(committed_at, '%Y-%m-%dT%H:%M:%SZ'), author FROM commits "
                           "ORDER BY seq").fetchall()
-    where, params = tenant_filter(tenant)
-    relevant = {r[0] for r in con.execute(
-        f"SELECT DISTINCT unnest([o.added_seq, o.removed_seq]) FROM obs_versions AS o WHERE {where}", params).fetchall()}
+    relevant = _commits_that_matter(con, git, tenant, entity, commits)
     changes = []
     previous: dict[str, Any] = {}
     known = False
