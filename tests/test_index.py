@@ -498,6 +498,28 @@ def test_invalid_documents_are_reported_and_skipped_never_dropping_valid_ones(ap
     assert paths[obs_id(20)] == f"observations/with space/ü/{obs_id(20)}.md"
 
 
+def test_the_parallel_path_equals_the_serial_one(api: Repo, tmp_path: Path, monkeypatch: Any) -> None:
+    """Large additions are read by worker processes in chunks; with chunks of two documents and
+    invalid documents and a comprehension among them, the index and the warnings are those of
+    the serial path."""
+    from obsrepo.index import build
+
+    _plant_invalid_history(api)
+    api.add(comprehension("comp-a", [A.id]))
+    api.commit("a comprehension")
+    serial = repository(api, tmp_path / "serial.duckdb").index()
+    monkeypatch.setattr(build, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(build, "CHUNK", 2)
+    parallel = repository(api, tmp_path / "parallel.duckdb").index()
+    assert [p.as_dict() for p in parallel.problems] == [p.as_dict() for p in serial.problems]
+    assert parallel.added == serial.added > 0
+    assert dump(tmp_path / "parallel.duckdb") == dump(tmp_path / "serial.duckdb")
+    with reading(tmp_path / "parallel.duckdb") as con:
+        assert con.execute("SELECT count(*) FROM comprehensions").fetchone()[0] == 1
+        row_ids = sorted(r[0] for r in con.execute("SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions").fetchall())
+    assert row_ids == list(range(len(row_ids)))
+
+
 def test_cli_index_with_invalid_documents_warns_and_strict_keeps_the_previous_index(api: Repo) -> None:
     repo = api
     good, valid, bad = _plant_invalid_history(repo)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..gitstore import Change, Git
 from ..report import Issue
@@ -271,18 +271,86 @@ def _add(git: Git, con: Any, additions: list[list], info: dict,
     additions = [a for a in additions if kind_of(a[0]) != "other"]
     if not additions:
         return 0, []
-    parsed = parse_blobs(git, [(a[0], a[1]) for a in additions], progress)
     first_row = con.execute(
         "SELECT coalesce(max(row_id), -1) + 1 FROM (SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"
     ).fetchone()[0]
+    if len(additions) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
+        return _add_in_parallel(git, con, additions, info, first_row, progress)
+    parsed = parse_blobs(git, [(a[0], a[1]) for a in additions], progress)
     obs_rows, comp_rows, problem_rows, problems = rows_for(additions, parsed, first_row, info)
     insert_rows(con, "obs_versions", OBS_COLUMNS, obs_rows)
     insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)
     if problem_rows:
         con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
     if obs_rows:
-        index_terms(con, "obs_versions", "obs_terms", obs_rows[0]["row_id"])
+        index_terms(con, "obs_versions", "obs_terms", first_row)
     return len(obs_rows) + len(comp_rows), problems
+
+
+CHUNK = 1000  # documents per task of the parallel path
+_CHUNK_INFO: dict = {}
+
+
+def _chunk_worker_init(info: dict) -> None:
+    global _CHUNK_INFO
+    _CHUNK_INFO = info
+
+
+def _chunk(chunk: list[tuple[list, bytes]]) -> tuple[Any, list[dict], list[tuple], list[Issue], int]:
+    """In a worker: read, validate and turn a chunk of documents into an Arrow batch of
+    observation rows (row ids counted from 0; the parent shifts them), comprehension rows and
+    problems."""
+    files = [addition for addition, _ in chunk]
+    parsed = [_parse_job((addition[0], data)) for addition, data in chunk]
+    obs_rows, comp_rows, problem_rows, problems = rows_for(files, parsed, 0, _CHUNK_INFO)
+    batch = _arrow_table("obs_versions", OBS_COLUMNS, obs_rows) if obs_rows else None
+    return batch, comp_rows, problem_rows, problems, len(obs_rows) + len(comp_rows)
+
+
+def _add_in_parallel(git: Git, con: Any, additions: list[list], info: dict, first_row: int,
+                     progress: Callable[[int, int], None] | None) -> tuple[int, list[Issue]]:
+    """Blobs stream from git into two worker processes, chunk by chunk, while earlier chunks are
+    being read; the workers return Arrow batches, so the parent only shifts row ids and loads."""
+    import multiprocessing
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def chunks() -> Iterator[list[tuple[list, bytes]]]:
+        blobs = iter(git.read_blobs([a[1] for a in additions]))
+        for start in range(0, len(additions), CHUNK):
+            part = additions[start:start + CHUNK]
+            yield [(addition, next(blobs)[1]) for addition in part]
+
+    tables, comp_rows, problem_rows, problems = [], [], [], []
+    offset, done = first_row, 0
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init, initargs=(info,)) as pool:
+        for batch, comps, chunk_problems, issues, count in pool.imap(_chunk, chunks()):
+            if batch is not None:
+                shifted = pc.add(batch.column("row_id"), pa.scalar(offset, pa.int64()))
+                tables.append(batch.set_column(0, "row_id", shifted))
+            for row in comps:
+                row["row_id"] += offset
+            comp_rows += comps
+            problem_rows += chunk_problems
+            problems += issues
+            offset += count
+            done += CHUNK
+            if progress:
+                progress(min(done, len(additions)), len(additions))
+    if tables:
+        quoted = ", ".join(f'"{c}"' for c in OBS_COLUMNS)
+        con.register("incoming", pa.concat_tables(tables))
+        # stored by entity, as insert_rows does: one entity's rows sit together
+        con.execute(f"INSERT INTO obs_versions ({quoted}) SELECT {quoted} FROM incoming "
+                    "ORDER BY coalesce(entity, chr(65535)), id")
+        con.unregister("incoming")
+        index_terms(con, "obs_versions", "obs_terms", first_row)
+    insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)
+    if problem_rows:
+        con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
+    return offset - first_row, problems
 
 
 def _arrow_types() -> dict[str, Any]:
@@ -300,31 +368,40 @@ def _arrow_types() -> dict[str, Any]:
     }
 
 
-def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> None:
-    if not rows:
-        return
+def _prepare(table: str, columns: list[str], rows: list[dict]) -> None:
     if table.endswith("obs_versions") or table == "overlay_obs":
         for row in rows:
             row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
             row["special"] = bool(row["retracts"]) or any(r["type"] == "DUPLICATE_OF" for r in row["relations"])
-        # stored by entity, so that one entity's rows sit together and most blocks are skipped
-        rows = sorted(rows, key=lambda r: (r["entity"] or "\uffff", r["id"]))
     for name in ("timestamp", "committed_at", "created", "updated"):
         if name in columns:
             for row in rows:
                 row[name] = utc(row[name])
+
+
+def _arrow_table(table: str, columns: list[str], rows: list[dict]) -> Any:
+    import pyarrow as pa
+
+    _prepare(table, columns, rows)
+    types = _arrow_types()
+    return pa.table({name: pa.array([row[name] for row in rows], types.get(name, pa.string())) for name in columns})
+
+
+def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> None:
+    if not rows:
+        return
+    if table.endswith("obs_versions") or table == "overlay_obs":
+        # stored by entity, so that one entity's rows sit together and most blocks are skipped
+        rows = sorted(rows, key=lambda r: (r["entity"] or "\uffff", r["id"]))
     quoted = ", ".join(f'"{c}"' for c in columns)
     if len(rows) <= SMALL_BATCH:
         # a few rows (an update, an overlay): plain parameters spare loading pyarrow's dataset module
+        _prepare(table, columns, rows)
         holes = "(" + ", ".join("?" for _ in columns) + ")"
         con.execute(f"INSERT INTO {table} ({quoted}) VALUES " + ", ".join(holes for _ in rows),
                     [row[name] for row in rows for name in columns])
         return
-    import pyarrow as pa
-
-    types = _arrow_types()
-    arrays = {name: pa.array([row[name] for row in rows], types.get(name, pa.string())) for name in columns}
-    con.register("incoming", pa.table(arrays))
+    con.register("incoming", _arrow_table(table, columns, rows))
     con.execute(f"INSERT INTO {table} ({quoted}) SELECT {quoted} FROM incoming")
     con.unregister("incoming")
 
