@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import UsageError
 from .gitstore import EMPTY_TREE, Git
-from .index.schema import CLASSIFICATION_RANK, NOW
+from .index.schema import CLASSIFICATION_RANK, NOW, RECORD_COLUMNS
 from .times import format_timestamp
 
 MAX_LIMIT = 1000
@@ -77,6 +77,7 @@ class View:
     terms_sql: str
     at_commit: str
     doclen_sql: str = "obs_doclen"
+    records_sql: str = "obs_records"
 
 
 def view_at(con: Any, git: Git, at_sha: str) -> View:
@@ -124,11 +125,12 @@ def _overlay(con: Any, git: Git, at_sha: str) -> View:
     if removed:
         con.executemany("INSERT INTO overlay_removed VALUES (?)", [(p,) for p in removed])
     if seq is None:
-        return View("(SELECT * FROM overlay_obs)", [], "overlay_terms", at_sha, "overlay_doclen")
+        return View("(SELECT * FROM overlay_obs)", [], "overlay_terms", at_sha, "overlay_doclen", "overlay_obs")
     sql = ("(SELECT * FROM obs_versions WHERE added_seq <= ? AND removed_seq > ? "
            "AND path NOT IN (SELECT path FROM overlay_removed) UNION ALL SELECT * FROM overlay_obs)")
     return View(sql, [seq, seq], "(SELECT * FROM obs_terms UNION ALL SELECT * FROM overlay_terms)", at_sha,
-                "(SELECT * FROM obs_doclen UNION ALL SELECT * FROM overlay_doclen)")
+                "(SELECT * FROM obs_doclen UNION ALL SELECT * FROM overlay_doclen)",
+                f"(SELECT row_id, {RECORD_COLUMNS} FROM obs_records UNION ALL SELECT row_id, {RECORD_COLUMNS} FROM overlay_obs)")
 
 
 _TENANT_COLUMNS = {"org": "tenant_org", "project": "tenant_project", "agent": "tenant_agent", "user": "tenant_user"}
@@ -228,8 +230,9 @@ def retracted_rows(con: Any, view: View) -> list[int]:
 def fetch_records(con: Any, view: View, row_ids: list[int]) -> dict[int, dict[str, Any]]:
     if not row_ids:
         return {}
-    rows = con.execute(f"SELECT o.row_id, {RECORD_SQL}, NULL, NULL FROM {view.sql} AS o "
-                       "WHERE list_contains(?::BIGINT[], o.row_id)", view.params + [row_ids]).fetchall()
+    rows = con.execute(f"SELECT o.row_id, {RECORD_SQL}, NULL, NULL FROM {view.records_sql} AS o "
+                       "WHERE o.row_id BETWEEN ? AND ? AND list_contains(?::BIGINT[], o.row_id)",
+                       [min(row_ids), max(row_ids), row_ids]).fetchall()
     return {row[0]: _record(row[1:], False) for row in rows}
 
 

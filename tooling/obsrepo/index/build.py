@@ -17,7 +17,7 @@ from ..gitstore import Change, Git
 from ..report import Issue
 from ..rules import analyze, kind_of, place
 from . import history
-from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, TABLES, VIEWS
+from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from ..errors import IndexFault
 from .store import IndexFiles, damage_errors, without_pandas, load_fts, publish
 
@@ -184,7 +184,7 @@ def _truncate(con: Any, keep: int) -> None:
     """Forget every chain commit after `keep`: the branch moved backwards or was rewritten."""
     for table in ("obs_versions", "comp_versions"):
         if table == "obs_versions":
-            for side in ("obs_terms", "obs_doclen"):
+            for side in ("obs_records", "obs_terms", "obs_doclen"):
                 con.execute(f"DELETE FROM {side} WHERE row_id IN (SELECT row_id FROM obs_versions WHERE added_seq > ?)", [keep])
         con.execute(f"DELETE FROM {table} WHERE added_seq > ?", [keep])
         con.execute(f"UPDATE {table} SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
@@ -284,6 +284,7 @@ def _add(git: Git, con: Any, additions: list[list], info: dict,
         con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
     if obs_rows:
         index_terms(con, "obs_versions", "obs_terms", first_row)
+        index_records(con, "obs_versions", "obs_records", first_row)
     return len(obs_rows) + len(comp_rows), problems
 
 
@@ -342,6 +343,7 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], info: dict, firs
     if tables:
         quoted = ", ".join(f'"{c}"' for c in OBS_COLUMNS)
         con.register("incoming", pa.concat_tables(tables))
+        index_records(con, "incoming", "obs_records", first_row)
         # stored by entity, as insert_rows does: one entity's rows sit together
         con.execute(f"INSERT INTO obs_versions ({quoted}) SELECT {quoted} FROM incoming "
                     "ORDER BY coalesce(entity, chr(65535)), id")
@@ -414,27 +416,22 @@ def utc(moment: datetime) -> datetime:
 TOKENS = r"regexp_split_to_array(lower(strip_accents({})), '[^\p{{L}}\p{{N}}]+')"  # shared with query.py
 
 
+def index_records(con: Any, table: str, records: str, first_row: int) -> None:
+    """The printed columns of the rows from `first_row` on, in row-id order."""
+    con.execute(f"INSERT INTO {records} SELECT row_id, {RECORD_COLUMNS} FROM {table} WHERE row_id >= ? ORDER BY row_id",
+                [first_row])
+
+
 def index_terms(con: Any, table: str, terms: str, first_row: int) -> None:
     """Terms for BM25, stemmed by the fts extension (each distinct token once), and lengths."""
     tokens = TOKENS.format("event || ' ' || body")
-    con.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE new_tokens AS
-        SELECT row_id, token, count(*)::INTEGER AS tf
-        FROM (SELECT row_id, unnest({tokens}) AS token FROM {table} WHERE row_id >= ?)
-        WHERE token <> '' GROUP BY ALL
-        """,
-        [first_row],
-    )
-    con.execute(
-        f"""
-        INSERT INTO {terms}
-        SELECT t.row_id, s.term, sum(t.tf)::INTEGER
-        FROM new_tokens t JOIN (SELECT token, stem(token, 'porter') AS term FROM (SELECT DISTINCT token FROM new_tokens)) s
-        USING (token) GROUP BY ALL ORDER BY 2, 1
-        """
-    )
-    con.execute(
-        f"INSERT INTO {terms.replace('terms', 'doclen')} SELECT row_id, sum(tf)::INTEGER FROM new_tokens GROUP BY row_id"
-    )
+    con.execute(f"CREATE OR REPLACE TEMP TABLE new_tokens AS SELECT row_id, unnest({tokens}) AS token "
+                f"FROM {table} WHERE row_id >= ?", [first_row])
+    con.execute("CREATE OR REPLACE TEMP TABLE new_stems AS SELECT token, stem(token, 'porter') AS term "
+                "FROM (SELECT DISTINCT token FROM new_tokens WHERE token <> '')")
+    con.execute(f"INSERT INTO {terms} SELECT t.row_id, s.term, count(*)::INTEGER FROM new_tokens t "
+                "JOIN new_stems s USING (token) GROUP BY ALL ORDER BY 2, 1")
+    con.execute(f"INSERT INTO {terms.replace('terms', 'doclen')} "
+                "SELECT row_id, count(*)::INTEGER FROM new_tokens WHERE token <> '' GROUP BY row_id")
     con.execute("DROP TABLE new_tokens")
+    con.execute("DROP TABLE new_stems")

@@ -3,9 +3,12 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 `added_seq <= s < removed_seq`; the public views show the indexed commit.
 """
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 CLASSIFICATION_RANK = {"public": 0, "internal": 1, "confidential": 2, "restricted": 3}
+
+RECORD_COLUMNS = """id, timestamp, type, source, event, body, scope, entity, fields, priority, specificity,
+    tenant_org, tenant_project, tenant_agent, tenant_user, classification, data, context, trace_ref, path, "commit\""""
 
 TABLES = f"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
@@ -27,6 +30,10 @@ CREATE TABLE obs_versions (
     author_email VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL,
     special BOOLEAN NOT NULL  -- retracts something or merges (DUPLICATE_OF): the reducer reads these first
 );
+-- what a query prints, in row-id order (the order documents were added, close to chronological):
+-- obs_versions is stored by entity for snapshots, and a page of recent matches would otherwise
+-- touch as many storage blocks as it has rows
+CREATE TABLE obs_records AS SELECT row_id, {RECORD_COLUMNS} FROM obs_versions LIMIT 0;
 CREATE TABLE obs_terms (row_id BIGINT NOT NULL, term VARCHAR NOT NULL, tf INTEGER NOT NULL);
 CREATE TABLE obs_doclen (row_id BIGINT NOT NULL, doc_len INTEGER NOT NULL);
 CREATE TABLE comp_versions (
