@@ -296,6 +296,22 @@ def test_incremental_equals_full_after_a_force_push(api: Repo, tmp_path: Path) -
     assert ids_in(twin.step()) == {F.id}
 
 
+def test_incremental_equals_full_when_the_indexed_commit_was_garbage_collected(api: Repo, tmp_path: Path) -> None:
+    repo, twin = api, Twin(api, tmp_path)
+    repo.add(A)
+    c0 = repo.commit("c0")
+    repo.add(B)
+    gone = repo.commit("c1, soon rewritten and collected")
+    twin.step(compare=False)
+    repo.git("reset", "-q", "--hard", c0)
+    repo.add(C)
+    repo.commit("c1, rewritten")
+    repo.git("reflog", "expire", "--expire=now", "--all")
+    repo.git("gc", "-q", "--prune=now")
+    assert repo.run("git", "cat-file", "-t", gone, check=False).returncode != 0
+    assert ids_in(twin.step()) == {A.id, C.id} == tree_ids(repo)
+
+
 def test_incremental_equals_full_from_an_older_rev_forward(api: Repo, tmp_path: Path) -> None:
     repo, twin = api, Twin(api, tmp_path)
     for doc in (A, B, C, D, E):

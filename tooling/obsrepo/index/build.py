@@ -107,18 +107,22 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
 
 def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
            progress: Callable[[int, int], None] | None) -> BuildResult:
-    new_chain = history.chain(git, target)
-    keep = _shared_prefix(stored or [], [c.sha for c in new_chain])
+    forward = history.chain_since(git, stored[-1], target) if stored else None
+    if stored and forward is not None:  # the stored chain is a prefix of the new one
+        keep, appended, since = len(stored) - 1, forward, stored[-1]
+    else:
+        new_chain = history.chain(git, target)
+        keep = _shared_prefix(stored or [], [c.sha for c in new_chain])
+        appended = new_chain[keep + 1 :]
+        since = new_chain[keep].sha if keep >= 0 else None
     result = BuildResult(target, stored is None)
     if stored is not None and keep < len(stored) - 1:
         _truncate(con, keep)
     con.execute("DELETE FROM commits WHERE seq > ?", [keep])
-    appended = new_chain[keep + 1 :]
     result.commits = len(appended)
     if not appended:
         return result
     _insert_commits(con, keep, appended)
-    since = new_chain[keep].sha if keep >= 0 else None
     changes = history.mainline_changes(git, since, target)
     seq_of = {c.sha: keep + 1 + i for i, c in enumerate(appended)}
     info = {c.sha: c for c in appended}

@@ -33,6 +33,24 @@ def chain(git: Git, sha: str) -> list[Commit]:
     return commits
 
 
+def chain_since(git: Git, base: str, sha: str) -> list[Commit] | None:
+    """The chain commits after `base` up to `sha`, oldest first, when `base` is on the
+    first-parent chain of `sha` (the usual update: reads only the new commits); None otherwise
+    (the branch moved backwards, was rewritten, or `base` came in through a merge)."""
+    if base == sha:
+        return []
+    out = git.run("log", "--first-parent", "--reverse", "-z", "--format=%H%x00%P%x00%cI%x00%an%x00%ae", f"{base}..{sha}",
+                  check=False)  # base may be gone (rewritten history, then gc)
+    fields = out.split(b"\0")
+    commits = []
+    for i in range(0, len(fields) - 4, 5):
+        sha_, parents, when, name, email = (f.decode("utf-8", "replace") for f in fields[i : i + 5])
+        if not commits and parents.split()[:1] != [base]:
+            return None
+        commits.append(Commit(sha_.strip(), datetime.fromisoformat(when), name, email))
+    return commits or None
+
+
 def mainline_changes(git: Git, since: str | None, sha: str) -> dict[str, list[Change]]:
     """Changes under the document folders of each chain commit after `since` up to `sha`."""
     spec = f"{since}..{sha}" if since else sha
