@@ -163,6 +163,8 @@ def _writes(repo: Repo) -> list[str]:
         "ALTER TABLE meta ADD COLUMN z INTEGER",
         "SELECT 1; DELETE FROM meta",
         "CREATE MACRO m(x) AS x + 1",
+        "CREATE TEMP TABLE t AS SELECT 1 AS x",
+        "SET threads = 1",
     ]
 
 
@@ -228,6 +230,19 @@ def test_cli_refusals_exit_2_with_the_envelope(repo: Repo, statement: str, words
     assert error["code"] == "VALIDATION_ERROR" and words in error["message"]
     assert "hunter2" not in proc.stdout + proc.stderr
     assert fingerprint(index_file(repo)) == before and _created(repo) == files
+
+
+def test_one_query_at_a_time_and_every_read_only_form_of_query_allowed(repo: Repo) -> None:
+    from obsrepo.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        sql(repo, "SELECT 1; SELECT 2")
+    assert "one statement" in caught.value.message
+    for statement in ("DESCRIBE observations", "SHOW TABLES", "SUMMARIZE SELECT 1 AS x", "EXPLAIN SELECT 1",
+                      "PRAGMA show_tables", "FROM meta SELECT key", "VALUES (1)", "CALL pragma_version()",
+                      "WITH a AS (SELECT 2 AS x) SELECT x FROM a", "SELECT 1 AS a; "):
+        columns, rows = sql(repo, statement)
+        assert columns and rows, statement
 
 
 def test_cli_refusal_in_text_mode_goes_to_stderr(repo: Repo) -> None:

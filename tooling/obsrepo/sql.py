@@ -21,6 +21,7 @@ def run_sql(con: Any, statement: str) -> tuple[list[str], list[tuple]]:
 
     if not statement.strip():
         raise UsageError("an empty statement", parameter="STATEMENT")
+    _one_query(con, statement)
     try:
         result = con.execute(statement)
         if result.description is None:
@@ -38,6 +39,27 @@ def run_sql(con: Any, statement: str) -> tuple[list[str], list[tuple]]:
     columns = table.column_names
     rows = [tuple(row[c] for c in columns) for row in table.to_pylist()] if columns else []
     return list(columns), rows
+
+
+QUERY_TYPES = ("SELECT", "EXPLAIN", "CALL")  # DESCRIBE, SHOW, SUMMARIZE, PRAGMA show_… parse as SELECT
+
+
+def _one_query(con: Any, statement: str) -> None:
+    """Exactly one statement, and a query: even a temporary table is refused, so that `sql`
+    means the same thing on every connection (the MCP server's included)."""
+    import duckdb
+
+    try:
+        statements = con.extract_statements(statement)
+    except duckdb.Error as exc:
+        raise UsageError(str(exc).splitlines()[0], parameter="STATEMENT") from None
+    for parsed in statements:
+        kind = str(parsed.type).rsplit(".", 1)[-1]
+        if kind not in QUERY_TYPES:
+            raise UsageError(f"the index is read-only: only queries are allowed (this is a {kind} statement)",
+                             parameter="STATEMENT")
+    if len(statements) != 1:
+        raise UsageError(f"one statement at a time (got {len(statements)})", parameter="STATEMENT")
 
 
 def _plain(value: Any) -> Any:
