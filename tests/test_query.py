@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -551,3 +553,25 @@ def test_cli_output_with_a_binding_is_byte_identical_with_or_without_other_tenan
         outputs.append(by_subject(repo, proc.stdout))
     assert outputs[0] == outputs[1]
     assert outputs[0].strip() and "No observations found." not in outputs[0]
+
+
+@pytest.mark.parametrize("args,parameter", [
+    (["query", "--text", os.fsdecode(b"invoice \xff")], "--text"),
+    (["query", "--scope", os.fsdecode(b"task/\xfe")], "--scope"),
+    (["snapshot", os.fsdecode(b"company/\xff")], "ENTITY"),
+    (["query", "--tenant", ""], "--tenant"),
+    (["query", "--tenant", os.fsdecode(b"org=\xff")], "--tenant"),
+], ids=["text", "scope", "entity", "empty tenant", "tenant"])
+def test_arguments_that_are_not_utf8_or_an_empty_tenant_are_refused_by_name(data: Data, args: list[str],
+                                                                            parameter: str) -> None:
+    proc = data.repo.obsrepo(*args, "--format", "json")
+    assert proc.returncode == 2, proc
+    error = json.loads(proc.stdout)["error"]
+    assert (error["code"], error["details"]["parameter"]) == ("VALIDATION_ERROR", parameter)
+
+
+def test_a_tenant_from_the_environment_that_is_not_utf8_is_refused(data: Data) -> None:
+    env = dict(data.repo.env, OBSREPO_TENANT=os.fsdecode(b"org=\xff"))
+    proc = subprocess.run([sys.executable, "-m", "obsrepo", "query", "--format", "json"], cwd=data.repo.path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "OBSREPO_TENANT"

@@ -27,6 +27,7 @@ def handled(func: Callable[..., int]) -> Callable[..., None]:
     def wrapper(*args: Any, **kwargs: Any) -> None:
         as_json = kwargs.get("output_format") == "json"
         try:
+            _refuse_undecodable(kwargs)
             code = func(*args, **kwargs)
         except ObsrepoError as exc:
             _report_error(exc, as_json)
@@ -44,6 +45,24 @@ def handled(func: Callable[..., int]) -> Callable[..., None]:
         sys.exit(code)
 
     return wrapper
+
+
+def _refuse_undecodable(kwargs: dict[str, Any]) -> None:
+    """Arguments that are not UTF-8 (a shell passes bytes) reach Python as lone surrogates,
+    which no query can carry: refuse them by name. File paths are exempt (git allows any bytes,
+    and `check` reports such a path itself)."""
+    labels = {p.name: (p.opts[0] if p.param_type_name == "option" else (p.name or "").upper())
+              for p in click.get_current_context().command.params}
+    for name, value in kwargs.items():
+        if name == "paths":
+            continue
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(item, str):
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    label = labels.get(name, name)
+                    raise UsageError(f"{label} is not valid UTF-8 text", parameter=label) from None
 
 
 def _report_error(exc: ObsrepoError, as_json: bool) -> None:
@@ -184,6 +203,10 @@ def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
 
 
 def parse_tenant(text: str, parameter: str) -> dict[str, str]:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{parameter} is not valid UTF-8 text", parameter=parameter) from None
     binding: dict[str, str] = {}
     for part in text.split(","):
         key, sep, value = part.strip().partition("=")
@@ -194,8 +217,10 @@ def parse_tenant(text: str, parameter: str) -> dict[str, str]:
 
 
 def _tenant_option(value: str | None) -> dict[str, str]:
-    text = value if value is not None else os.environ.get("OBSREPO_TENANT")
-    return parse_tenant(text, "--tenant") if text else {}
+    if value is not None:
+        return parse_tenant(value, "--tenant")  # an empty binding is refused, never "every tenant"
+    text = os.environ.get("OBSREPO_TENANT")
+    return parse_tenant(text, "OBSREPO_TENANT") if text else {}
 
 
 def _repository(index: str | None = None, tenant: str | None = None) -> Any:
