@@ -12,6 +12,7 @@ import click
 
 from . import errors
 from .errors import ObsrepoError, UsageError
+from .report import printable, text_line
 
 FORMATS = click.Choice(["text", "json"])
 
@@ -72,9 +73,10 @@ def _report_error(exc: ObsrepoError, as_json: bool) -> None:
     issues = exc.details.get("issues")
     if issues:
         for issue in issues:
-            click.echo(f"{issue['path']}:{issue['line']}:{issue['col']} {issue['code']} {issue['message']} [{issue['rule']}]", err=True)
+            click.echo(text_line(issue["path"], issue["line"], issue["col"], issue["code"], issue["message"], issue["rule"]),
+                       err=True)
     else:
-        click.echo(f"error: {exc.code}: {exc.message}", err=True)
+        click.echo(printable(f"error: {exc.code}: {exc.message}"), err=True)
 
 
 class _Group(click.Group):

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 ERROR = "error"
 WARNING = "warning"
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """One line of output whatever a file name holds: control characters (a newline in a path
+    could forge a line of the report) are written as escapes, as git quotes them."""
+    if not _CONTROL.search(text):
+        return text
+    named = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    return _CONTROL.sub(lambda m: named.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                              else f"\\u{ord(m.group()):04x}"), text)
+
+
+def text_line(path: str, line: int, col: int, code: str, message: str, rule: str) -> str:
+    return printable(f"{path}:{line}:{col} {code} {message} [{rule}]")
 
 
 @dataclass(frozen=True, order=True)
@@ -21,7 +38,7 @@ class Issue:
     severity: str = ERROR
 
     def as_text(self) -> str:
-        return f"{self.path}:{self.line}:{self.col} {self.code} {self.message} [{self.rule}]"
+        return text_line(self.path, self.line, self.col, self.code, self.message, self.rule)
 
     def as_dict(self) -> dict:
         return asdict(self)
