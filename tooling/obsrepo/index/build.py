@@ -13,13 +13,13 @@ from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from ..errors import IndexFault
 from ..gitstore import Change, Git
 from ..report import Issue
 from ..rules import analyze, kind_of, place
 from . import history
 from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
-from ..errors import IndexFault
-from .store import IndexFiles, damage_errors, without_pandas, load_fts, publish
+from .store import IndexFiles, damage_errors, load_fts, publish, without_pandas
 
 PARALLEL_THRESHOLD = 2000
 SMALL_BATCH = 64  # rows inserted with plain parameters rather than through Arrow
