@@ -177,6 +177,23 @@ class Git:
             proc.wait()
             writer.join()
 
+    def read_blobs_at_once(self, shas: list[str]) -> list[bytes]:
+        """The contents of `shas`, in order, from one `cat-file --batch` read whole (a chunk of
+        a larger job: one process, one read, no per-object round trip)."""
+        if not shas:
+            return []
+        out = self.run("cat-file", "--batch", input="".join(f"{s}\n" for s in shas).encode())
+        contents, at = [], 0
+        for sha in shas:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            if len(header) != 3:
+                raise GitError(f"object {sha} is missing from the repository", sha=sha)
+            size = int(header[2])
+            contents.append(out[end + 1 : end + 1 + size])
+            at = end + 2 + size
+        return contents
+
     def read_blob(self, sha: str) -> bytes:
         for _, data in self.read_blobs([sha]):
             return data

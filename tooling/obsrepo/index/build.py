@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ..errors import IndexFault
 from ..gitstore import Change, Git
@@ -293,45 +293,39 @@ def _add(git: Git, con: Any, additions: list[list], info: dict,
 
 
 CHUNK = 1000  # documents per task of the parallel path
-_CHUNK_INFO: dict = {}
+_CHUNK_STATE: dict = {}
 
 
-def _chunk_worker_init(info: dict) -> None:
-    global _CHUNK_INFO
-    _CHUNK_INFO = info
+def _chunk_worker_init(root: str, info: dict) -> None:
+    _CHUNK_STATE.update(git=Git(root), info=info)
 
 
-def _chunk(chunk: list[tuple[list, bytes]]) -> tuple[Any, list[dict], list[tuple], list[Issue], int]:
-    """In a worker: read, validate and turn a chunk of documents into an Arrow batch of
-    observation rows (row ids counted from 0; the parent shifts them), comprehension rows and
-    problems."""
-    files = [addition for addition, _ in chunk]
-    parsed = [_parse_job((addition[0], data)) for addition, data in chunk]
-    obs_rows, comp_rows, problem_rows, problems = rows_for(files, parsed, 0, _CHUNK_INFO)
+def _chunk(files: list[list]) -> tuple[Any, list[dict], list[tuple], list[Issue], int]:
+    """In a worker: read a chunk of documents from git, validate them and turn them into an
+    Arrow batch of observation rows (row ids counted from 0; the parent shifts them),
+    comprehension rows and problems."""
+    contents = _CHUNK_STATE["git"].read_blobs_at_once([addition[1] for addition in files])
+    parsed = [_parse_job((addition[0], data)) for addition, data in zip(files, contents)]
+    obs_rows, comp_rows, problem_rows, problems = rows_for(files, parsed, 0, _CHUNK_STATE["info"])
     batch = _arrow_table("obs_versions", OBS_COLUMNS, obs_rows) if obs_rows else None
     return batch, comp_rows, problem_rows, problems, len(obs_rows) + len(comp_rows)
 
 
 def _add_in_parallel(git: Git, con: Any, additions: list[list], info: dict, first_row: int,
                      progress: Callable[[int, int], None] | None) -> tuple[int, list[Issue]]:
-    """Blobs stream from git into two worker processes, chunk by chunk, while earlier chunks are
-    being read; the workers return Arrow batches, so the parent only shifts row ids and loads."""
+    """Two worker processes each read a chunk of blobs from git, validate it and return an
+    Arrow batch; the parent only shifts row ids and loads."""
     import multiprocessing
 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def chunks() -> Iterator[list[tuple[list, bytes]]]:
-        blobs = iter(git.read_blobs([a[1] for a in additions]))
-        for start in range(0, len(additions), CHUNK):
-            part = additions[start:start + CHUNK]
-            yield [(addition, next(blobs)[1]) for addition in part]
-
+    chunks = [additions[start:start + CHUNK] for start in range(0, len(additions), CHUNK)]
     tables, comp_rows, problem_rows, problems = [], [], [], []
     offset, done = first_row, 0
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init, initargs=(info,)) as pool:
-        for batch, comps, chunk_problems, issues, count in pool.imap(_chunk, chunks()):
+    with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init, initargs=(git.root, info)) as pool:
+        for batch, comps, chunk_problems, issues, count in pool.imap(_chunk, chunks):
             if batch is not None:
                 shifted = pc.add(batch.column("row_id"), pa.scalar(offset, pa.int64()))
                 tables.append(batch.set_column(0, "row_id", shifted))
