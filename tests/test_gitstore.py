@@ -1,0 +1,22 @@
+"""Reading objects from a real repository."""
+
+import pytest
+from helpers import observation
+
+from obsrepo.errors import GitError
+from obsrepo.gitstore import Git
+
+
+def test_blobs_read_at_once_and_streamed_agree_and_a_missing_one_is_a_git_error(repo):
+    docs = [observation(f"obs-20260213-102500-000{i}") for i in range(1, 4)]
+    repo.add(*docs)
+    repo.write("observations/empty.md", b"")
+    repo.commit("three documents and an empty file")
+    git = Git(str(repo.path))
+    shas = [repo.git("rev-parse", f"HEAD:{path}") for path in [d.path for d in docs] + ["observations/empty.md"]]
+    shas.append(shas[0])  # the same object twice
+    at_once = git.read_blobs_at_once(shas)
+    assert at_once == [data for _, data in git.read_blobs(shas)]
+    assert at_once[0].decode() == str(docs[0]) and at_once[3] == b"" and at_once[4] == at_once[0]
+    with pytest.raises(GitError):
+        git.read_blobs_at_once([shas[0], "0" * 40])
