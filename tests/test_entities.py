@@ -145,3 +145,47 @@ def test_history_skips_only_commits_that_cannot_change_the_entity(story, monkeyp
     assert {e: api.history(e) for e in pruned} == pruned
     size = [(c["commit"], c["old"], c["new"]) for c in pruned["company/acme"]["changes"] if c["field"] == "size"]
     assert size == [(repo.sha("HEAD~2"), None, "small"), (repo.sha(), "small", "large")]  # the schema alone changed it
+
+
+def _snapshots_table(index) -> list:
+    import duckdb
+
+    con = duckdb.connect(str(index), read_only=True)
+    try:
+        return con.execute("SELECT * FROM entity_snapshots ORDER BY entity_id").fetchall()
+    finally:
+        con.close()
+
+
+def test_the_snapshots_table_follows_every_update_and_equals_the_snapshot_command(story, tmp_path):
+    """`snapshots`/`entities` (SQL) hold what `snapshot` answers for an unbound caller; updated
+    commit by commit (plain additions, an observation of a merged-away entity, a deletion, a
+    retraction, a schema change, a rewind) they equal a full build."""
+    repo, commits = story
+    repo.add(observation("obs-20260420-090000-0010", "2026-04-20T09:00:00Z", entity="company/acme-ltd",
+                         fields={"vat": "GB2"}, priority=500, **ORG))
+    repo.add(observation("obs-20260420-090000-0011", "2026-04-20T09:00:00Z", entity="invoice/1", fields={"total": 11},
+                         priority=500, **ORG))
+    fifth = repo.commit("through the merged-away entity, and the invoice")
+    repo.git("rm", "-q", "observations/2026/02/10/obs-20260210-090000-0005.md")
+    sixth = repo.commit("the first invoice observation deleted")
+    repo.add(observation("obs-20260421-090000-0012", "2026-04-21T09:00:00Z", source="human/alice",
+                         retracts="obs-20260420-090000-0011", **ORG))
+    seventh = repo.commit("a retraction")
+    incremental = Repository(str(repo.path), index=str(tmp_path / "incremental.duckdb"))
+    for rev in [*commits, fifth, sixth, seventh, commits[1], seventh]:
+        incremental.index(rev)
+        full = Repository(str(repo.path), index=str(tmp_path / f"full-{rev[:8]}.duckdb"))
+        full.index(rev, full=True)
+        assert _snapshots_table(tmp_path / "incremental.duckdb") == _snapshots_table(tmp_path / f"full-{rev[:8]}.duckdb"), rev
+    table = _snapshots_table(tmp_path / "incremental.duckdb")
+    # acme-ltd lives on in acme; invoice/1 has nothing left (one observation deleted, one retracted)
+    assert [row[0] for row in table] == ["company/acme"]
+    api = Repository(str(repo.path), index=str(tmp_path / "incremental.duckdb"))
+    for entity_id, entity_type, snapshot, provenance, count, last, deleted in table:
+        answer = api.snapshot(entity_id)
+        assert (json.loads(snapshot), json.loads(provenance), count, deleted) == (
+            answer["snapshot"], answer["provenance"], answer["observation_count"], answer["deleted"])
+        assert last.isoformat() + "Z" == answer["last_observation_at"].replace("+00:00", "Z")
+    assert json.loads(table[0][2])["vat"] == "GB2"
+    assert Repository(str(repo.path), index=str(tmp_path / "incremental.duckdb")).snapshot("invoice/1")["observation_count"] == 0

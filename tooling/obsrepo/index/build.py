@@ -19,6 +19,7 @@ from ..report import Issue
 from ..rules import analyze, kind_of, place
 from . import history
 from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
+from .entity_table import refresh_snapshots
 from .store import IndexFiles, damage_errors, load_fts, publish, without_pandas
 
 PARALLEL_THRESHOLD = 2000
@@ -46,6 +47,10 @@ class BuildResult:
     removed: int = 0
     commits: int = 0
     problems: list[Issue] = field(default_factory=list)
+    # how the update went, for the entity snapshots (not printed)
+    keep: int = -1  # the last chain position shared with the stored index
+    since: str | None = None  # the chain commit at `keep`
+    truncated: bool = False  # commits after `keep` were forgotten
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +94,7 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
         result = _apply(git, con, target, existing, progress)
         if strict and result.problems:
             raise StrictFailure
+        refresh_snapshots(git, con, target, result)
         con.execute(VIEWS)
         con.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?), ('format_version', ?)", [target, FORMAT_VERSION])
         con.execute("CHECKPOINT")
@@ -115,9 +121,10 @@ def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
         keep = _shared_prefix(stored or [], [c.sha for c in new_chain])
         appended = new_chain[keep + 1 :]
         since = new_chain[keep].sha if keep >= 0 else None
-    result = BuildResult(target, stored is None)
+    result = BuildResult(target, stored is None, keep=keep, since=since)
     if stored is not None and keep < len(stored) - 1:
         _truncate(con, keep)
+        result.truncated = True
     con.execute("DELETE FROM commits WHERE seq > ?", [keep])
     result.commits = len(appended)
     if not appended:

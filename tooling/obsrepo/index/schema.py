@@ -3,7 +3,7 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 `added_seq <= s < removed_seq`; the public views show the indexed commit.
 """
 
-FORMAT_VERSION = "3"
+FORMAT_VERSION = "4"
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 CLASSIFICATION_RANK = {"public": 0, "internal": 1, "confidential": 2, "restricted": 3}
 
@@ -45,6 +45,10 @@ CREATE TABLE comp_versions (
     extensions JSON, "commit" VARCHAR NOT NULL, author VARCHAR NOT NULL, author_email VARCHAR NOT NULL,
     committed_at TIMESTAMP NOT NULL
 );
+CREATE TABLE entity_snapshots (  -- at the indexed commit, over every tenant (see entity_table)
+    entity_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, snapshot JSON NOT NULL, provenance JSON NOT NULL,
+    observation_count INTEGER NOT NULL, last_observation_at TIMESTAMP, deleted BOOLEAN NOT NULL
+);
 CREATE TABLE problems (
     added_seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL, path VARCHAR NOT NULL, blob VARCHAR NOT NULL,
     line INTEGER NOT NULL, col INTEGER NOT NULL, code VARCHAR NOT NULL, rule VARCHAR NOT NULL,
@@ -68,6 +72,11 @@ CREATE OR REPLACE VIEW observation_fields AS
 CREATE OR REPLACE VIEW relations AS
     SELECT id AS observation_id, entity AS source_entity, r.type AS type, r.target AS target_entity, path
     FROM (SELECT id, entity, path, unnest(relations) AS r FROM observations);
+CREATE OR REPLACE VIEW snapshots AS
+    SELECT entity_id, entity_type, snapshot, provenance, observation_count, last_observation_at, deleted
+    FROM entity_snapshots;
+CREATE OR REPLACE VIEW entities AS
+    SELECT entity_id, entity_type, observation_count, last_observation_at, deleted FROM entity_snapshots;
 CREATE OR REPLACE VIEW comprehensions AS
     SELECT id, topic, domain, created, updated, version, verified, prior, posterior, body, extensions,
            path, blob, "commit", author, committed_at

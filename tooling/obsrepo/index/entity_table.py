@@ -1,0 +1,72 @@
+"""The `entity_snapshots` table: every entity's snapshot at the indexed commit, kept up to date.
+
+A full build reduces every entity (the SQL reducer, `sqlreduce`). An update reduces again only
+the entities whose observations came or went, with the entities merged into them; when a
+retraction or a merge came or went, an entity schema changed, or commits were forgotten, it
+reduces everything (those change other entities' snapshots). Either way the table equals a
+full build's (tested). Snapshots here are over every tenant's observations: what an unbound
+caller sees (`sql` is refused to a bound one).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from ..gitstore import Git
+from .schema import NOW
+
+CURRENT = f"(SELECT * FROM obs_versions WHERE removed_seq = {NOW})"
+
+
+def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
+    from ..query import View
+    from ..reduce import merge_map, retracted_ids, survivor
+    from ..snapshots import CANDIDATES, all_policies, special_rows
+    from ..sqlreduce import reduce_all
+
+    view = View(CURRENT, [], "obs_terms", target)
+    affected = None if result.full or result.truncated else _affected(git, con, target, result)
+    if affected is not None and not affected:
+        return
+    special = special_rows(con, view, {})
+    policies = all_policies(git, target)
+    if affected is None:
+        snaps = reduce_all(con, CANDIDATES.format(relation=CURRENT, where="TRUE"), [], special, policies, target)
+        con.execute("DELETE FROM entity_snapshots")
+    else:
+        merges = merge_map(special, retracted_ids(special))
+        survivors = {survivor(e, merges) for e in affected}
+        family = sorted(survivors | {e for e in merges if survivor(e, merges) in survivors})
+        snaps = reduce_all(con, CANDIDATES.format(relation=CURRENT, where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
+                           [family], special, policies, target)
+        con.execute("DELETE FROM entity_snapshots WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [sorted(survivors | affected)])
+    rows = [[s["entity_id"], s["entity_type"], _json(s["snapshot"]), _json(s["provenance"]), s["observation_count"],
+             _moment(s["last_observation_at"]), s["deleted"]] for s in snaps.values()]
+    if rows:
+        con.executemany("INSERT INTO entity_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def _affected(git: Git, con: Any, target: str, result: Any) -> set[str] | None:
+    """Entities whose observations this update added or removed; None when everything must be
+    reduced again (a retraction or merge came or went, or an entity schema changed)."""
+    rows = con.execute(
+        f"SELECT DISTINCT entity, special FROM obs_versions WHERE added_seq > ? OR (removed_seq > ? AND removed_seq <> {NOW})",
+        [result.keep, result.keep]).fetchall()
+    if any(special for _entity, special in rows):
+        return None
+    if result.since is not None and git.run("diff", "--name-only", result.since, target, "--", "schemas/entities/").strip():
+        return None
+    return {entity for entity, _special in rows if entity is not None}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _moment(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)
