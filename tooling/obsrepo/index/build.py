@@ -51,6 +51,7 @@ class BuildResult:
     keep: int = -1  # the last chain position shared with the stored index
     since: str | None = None  # the chain commit at `keep`
     truncated: bool = False  # commits after `keep` were forgotten
+    schemas_changed: bool = False  # an entity schema changed on the way
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -95,7 +96,8 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
         if strict and result.problems:
             raise StrictFailure
         refresh_snapshots(git, con, target, result)
-        con.execute(VIEWS)
+        if existing is None:
+            con.execute(VIEWS)  # a copy of the same format has them already
         con.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?), ('format_version', ?)", [target, FORMAT_VERSION])
         con.execute("CHECKPOINT")
     except StrictFailure:
@@ -146,6 +148,9 @@ def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
     for sha in sorted(changes, key=lambda s: seq_of[s]):
         seq = seq_of[sha]
         for change in sorted(changes[sha], key=lambda c: c.path):
+            if kind_of(change.path) == "other":  # an entity schema: the snapshots are reduced again
+                result.schemas_changed = True
+                continue
             if change.status in ("D", "M", "T"):
                 if change.path in open_version:
                     additions[open_version.pop(change.path)][4] = seq
@@ -371,7 +376,8 @@ def _arrow_types() -> dict[str, Any]:
         "scope": texts, "corrects": texts, "retracts": texts, "observations": texts, "observations_used": texts,
         "relations": pa.list_(pa.struct([("type", text), ("target", text)])), "priority": pa.int32(),
         "specificity": pa.float64(), "class_rank": pa.int8(), "committed_at": stamp, "created": stamp,
-        "updated": stamp, "version": pa.int32(), "seq": pa.int32(), "verified": pa.bool_(), "special": pa.bool_(),
+        "updated": stamp, "version": pa.int32(), "seq": pa.int32(), "observation_count": pa.int32(),
+        "last_observation_at": stamp, "deleted": pa.bool_(), "verified": pa.bool_(), "special": pa.bool_(),
     }
 
 

@@ -18,6 +18,7 @@ from ..gitstore import Git
 from .schema import NOW
 
 CURRENT = f"(SELECT * FROM obs_versions WHERE removed_seq = {NOW})"
+COLUMNS = ["entity_id", "entity_type", "snapshot", "provenance", "observation_count", "last_observation_at", "deleted"]
 
 
 def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
@@ -27,7 +28,7 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
     from ..sqlreduce import reduce_all
 
     view = View(CURRENT, [], "obs_terms", target)
-    affected = None if result.full or result.truncated else _affected(git, con, target, result)
+    affected = None if result.full or result.truncated else _affected(con, result)
     if affected is not None and not affected:
         return
     special = special_rows(con, view, {})
@@ -43,21 +44,23 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
                            [family], special, policies, target)
         con.execute("DELETE FROM entity_snapshots WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))",
                     [sorted(survivors | affected)])
-    rows = [[s["entity_id"], s["entity_type"], _json(s["snapshot"]), _json(s["provenance"]), s["observation_count"],
-             _moment(s["last_observation_at"]), s["deleted"]] for s in snaps.values()]
-    if rows:
-        con.executemany("INSERT INTO entity_snapshots VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    from .build import insert_rows
+
+    rows = [{"entity_id": s["entity_id"], "entity_type": s["entity_type"], "snapshot": _json(s["snapshot"]),
+             "provenance": _json(s["provenance"]), "observation_count": s["observation_count"],
+             "last_observation_at": _moment(s["last_observation_at"]), "deleted": s["deleted"]} for s in snaps.values()]
+    insert_rows(con, "entity_snapshots", COLUMNS, rows)
 
 
-def _affected(git: Git, con: Any, target: str, result: Any) -> set[str] | None:
+def _affected(con: Any, result: Any) -> set[str] | None:
     """Entities whose observations this update added or removed; None when everything must be
     reduced again (a retraction or merge came or went, or an entity schema changed)."""
+    if result.schemas_changed:
+        return None
     rows = con.execute(
         f"SELECT DISTINCT entity, special FROM obs_versions WHERE added_seq > ? OR (removed_seq > ? AND removed_seq <> {NOW})",
         [result.keep, result.keep]).fetchall()
     if any(special for _entity, special in rows):
-        return None
-    if result.since is not None and git.run("diff", "--name-only", result.since, target, "--", "schemas/entities/").strip():
         return None
     return {entity for entity, _special in rows if entity is not None}
 

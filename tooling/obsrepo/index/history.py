@@ -51,12 +51,16 @@ def chain_since(git: Git, base: str, sha: str) -> list[Commit] | None:
     return commits or None
 
 
+SCHEMAS = "schemas/entities"
+
+
 def mainline_changes(git: Git, since: str | None, sha: str) -> dict[str, list[Change]]:
-    """Changes under the document folders of each chain commit after `since` up to `sha`."""
+    """Changes under the document folders (and the entity schemas) of each chain commit after
+    `since` up to `sha`."""
     spec = f"{since}..{sha}" if since else sha
     out = git.run(
         "log", "--first-parent", "-m", "--raw", "--no-renames", "--no-ext-diff", "--abbrev=40", "-z",
-        "--format=%x01%H", spec, "--", *DOCUMENT_ROOTS,
+        "--format=%x01%H", spec, "--", *DOCUMENT_ROOTS, SCHEMAS,
     )
     return _parse_log(out)
 
