@@ -52,6 +52,8 @@ class BuildResult:
     since: str | None = None  # the chain commit at `keep`
     truncated: bool = False  # commits after `keep` were forgotten
     schemas_changed: bool = False  # an entity schema changed on the way
+    touched: set = field(default_factory=set)  # entities of observations added or removed
+    touched_special: bool = False  # a retraction or a merge was added or removed
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class StrictFailure(Exception):
 def build(git: Git, files: IndexFiles, target: str, full: bool = False,
           progress: Callable[[int, int], None] | None = None, strict: bool = False) -> BuildResult:
     """Bring the index to commit `target` (a full sha) and publish it."""
+    _warm_up_validation()
     with files.writer_lock():
         existing = None if full else files.current_commit_chain()
         if existing and existing[-1] == target:
@@ -79,6 +82,16 @@ def build(git: Git, files: IndexFiles, target: str, full: bool = False,
             if existing is None:
                 raise IndexFault(f"the index could not be written: {exc}", path=files.path) from None
         return _write(git, files, target, None, progress, strict)  # the copy held damaged blocks
+
+
+def _warm_up_validation() -> None:
+    """Import the validator (pydantic, ~80 ms) on a thread while this one waits on git and
+    DuckDB, which release the interpreter; the first document then finds it loaded."""
+    import sys
+    import threading
+
+    if "obsrepo.validate" not in sys.modules:
+        threading.Thread(target=__import__, args=("obsrepo.validate",), daemon=True).start()
 
 
 def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
@@ -159,8 +172,8 @@ def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
             if change.status in ("A", "M", "T") and change.new_mode in ("100644", "100755"):
                 open_version[change.path] = len(additions)
                 additions.append([change.path, change.new_sha, seq, authors.get((change.path, change.new_sha), sha), NOW])
-    result.removed = _remove(con, removals)
-    result.added, result.problems = _add(git, con, additions, info, progress)
+    result.removed = _remove(con, removals, result)
+    result.added, result.problems = _add(git, con, additions, info, progress, result)
     return result
 
 
@@ -208,7 +221,14 @@ def _truncate(con: Any, keep: int) -> None:
     con.execute(f"UPDATE problems SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
 
 
-def _remove(con: Any, removals: list[tuple[str, int]]) -> int:
+def _touch(result: BuildResult, rows: Any) -> None:
+    for entity, special in rows:
+        if entity is not None:
+            result.touched.add(entity)
+        result.touched_special = result.touched_special or bool(special)
+
+
+def _remove(con: Any, removals: list[tuple[str, int]], result: BuildResult) -> int:
     """Close the visibility range of each path's current version at the commit that removed it."""
     if not removals:
         return 0
@@ -216,12 +236,16 @@ def _remove(con: Any, removals: list[tuple[str, int]]) -> int:
     insert_rows(con, "removed", ["path", "seq"], [{"path": path, "seq": seq} for path, seq in removals])
     count = 0
     for table in ("obs_versions", "comp_versions", "problems"):
+        returning = " RETURNING t.entity, t.special" if table == "obs_versions" else ""
         changed = con.execute(
             f"UPDATE {table} AS t SET removed_seq = r.seq FROM removed r "
-            f"WHERE t.path = r.path AND t.removed_seq = {NOW} AND t.added_seq < r.seq"
-        ).fetchone()
-        if table != "problems" and changed:
-            count += changed[0]
+            f"WHERE t.path = r.path AND t.removed_seq = {NOW} AND t.added_seq < r.seq{returning}"
+        ).fetchall()
+        if table == "obs_versions":
+            _touch(result, changed)
+            count += len(changed)
+        elif table == "comp_versions" and changed:
+            count += changed[0][0]
     con.execute("DROP TABLE removed")
     return count
 
@@ -283,7 +307,7 @@ def rows_for(files: list, parsed: list[tuple[list, Any]], first_row: int,
 
 
 def _add(git: Git, con: Any, additions: list[list], info: dict,
-         progress: Callable[[int, int], None] | None) -> tuple[int, list[Issue]]:
+         progress: Callable[[int, int], None] | None, result: BuildResult) -> tuple[int, list[Issue]]:
     additions = [a for a in additions if kind_of(a[0]) != "other"]
     if not additions:
         return 0, []
@@ -291,10 +315,11 @@ def _add(git: Git, con: Any, additions: list[list], info: dict,
         "SELECT coalesce(max(row_id), -1) + 1 FROM (SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"
     ).fetchone()[0]
     if len(additions) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
-        return _add_in_parallel(git, con, additions, info, first_row, progress)
+        return _add_in_parallel(git, con, additions, info, first_row, progress, result)
     parsed = parse_blobs(git, [(a[0], a[1]) for a in additions], progress)
     obs_rows, comp_rows, problem_rows, problems = rows_for(additions, parsed, first_row, info)
     insert_rows(con, "obs_versions", OBS_COLUMNS, obs_rows)
+    _touch(result, ((row["entity"], row["special"]) for row in obs_rows))
     insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)
     if problem_rows:
         con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
@@ -324,7 +349,7 @@ def _chunk(files: list[list]) -> tuple[Any, list[dict], list[tuple], list[Issue]
 
 
 def _add_in_parallel(git: Git, con: Any, additions: list[list], info: dict, first_row: int,
-                     progress: Callable[[int, int], None] | None) -> tuple[int, list[Issue]]:
+                     progress: Callable[[int, int], None] | None, result: BuildResult) -> tuple[int, list[Issue]]:
     """Two worker processes each read a chunk of blobs from git, validate it and return an
     Arrow batch; the parent only shifts row ids and loads."""
     import multiprocessing
@@ -357,6 +382,7 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], info: dict, firs
         # stored by entity, as insert_rows does: one entity's rows sit together
         con.execute(f"INSERT INTO obs_versions ({quoted}) SELECT {quoted} FROM incoming "
                     "ORDER BY coalesce(entity, chr(65535)), id")
+        _touch(result, con.execute("SELECT DISTINCT entity, special FROM incoming").fetchall())
         con.unregister("incoming")
         index_terms(con, "obs_versions", "obs_terms", first_row)
     insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)

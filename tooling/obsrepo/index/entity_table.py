@@ -28,7 +28,7 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
     from ..sqlreduce import reduce_all
 
     view = View(CURRENT, [], "obs_terms", target)
-    affected = None if result.full or result.truncated else _affected(con, result)
+    affected = None if result.full or result.truncated else _affected(result)
     if affected is not None and not affected:
         return
     special = special_rows(con, view, {})
@@ -52,17 +52,12 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
     insert_rows(con, "entity_snapshots", COLUMNS, rows)
 
 
-def _affected(con: Any, result: Any) -> set[str] | None:
+def _affected(result: Any) -> set[str] | None:
     """Entities whose observations this update added or removed; None when everything must be
     reduced again (a retraction or merge came or went, or an entity schema changed)."""
-    if result.schemas_changed:
+    if result.schemas_changed or result.touched_special:
         return None
-    rows = con.execute(
-        f"SELECT DISTINCT entity, special FROM obs_versions WHERE added_seq > ? OR (removed_seq > ? AND removed_seq <> {NOW})",
-        [result.keep, result.keep]).fetchall()
-    if any(special for _entity, special in rows):
-        return None
-    return {entity for entity, _special in rows if entity is not None}
+    return set(result.touched)
 
 
 def _json(value: Any) -> str:
