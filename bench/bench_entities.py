@@ -39,23 +39,24 @@ def main() -> None:
 
     from obsrepo.api import Repository
     from obsrepo.entities import history
+    from obsrepo.scope import ReadScope
     from obsrepo.snapshots import all_snapshots, snapshot
 
     api = Repository(repo)
     con = api._reader()
-    head = api._view(con, None)
-    old = api._view(con, "v0.1")
+    head = ReadScope(con, api.git)
+    old = ReadScope(con, api.git, api.git.resolve("v0.1"))
+    hot_scope = ReadScope(con, api.git)
     entity = con.execute("SELECT entity FROM observations WHERE entity IS NOT NULL GROUP BY entity "
                          "ORDER BY count(*) DESC, entity LIMIT 1 OFFSET 100").fetchone()[0]
     entities = con.execute("SELECT count(DISTINCT entity) FROM observations").fetchone()[0]
     rows = con.execute("SELECT count(*) FROM observations WHERE entity = ?", [entity]).fetchone()[0]
 
-    floor = median_ms(lambda: con.execute(f"SELECT * FROM {head.sql} AS o WHERE o.entity = ?",
-                                          head.params + [entity]).fetchall(), args.reps)
-    at_head = median_ms(lambda: snapshot(con, api.git, head, entity, {}), args.reps)
-    at_old = median_ms(lambda: snapshot(con, api.git, old, entity, {}), args.reps)
-    every = median_ms(lambda: all_snapshots(con, api.git, head, {}), max(3, args.reps // 5))
-    hot = median_ms(lambda: history(con, api.git, {}, "task/bench-hot"), 3)
+    floor = median_ms(lambda: head.rows("SELECT * FROM visible AS o WHERE o.entity = ?", [entity]), args.reps)
+    at_head = median_ms(lambda: snapshot(head, entity), args.reps)
+    at_old = median_ms(lambda: snapshot(old, entity), args.reps)
+    every = median_ms(lambda: all_snapshots(head), max(3, args.reps // 5))
+    hot = median_ms(lambda: history(hot_scope, "task/bench-hot"), 3)
     con.close()
     obsrepo = [sys.executable, "-m", "obsrepo"]
 

@@ -50,14 +50,15 @@ def in_process(repo: str, reps: int) -> dict[str, float]:
     from obsrepo.gitstore import Git
     from obsrepo.index import IndexFiles, open_reader
     from obsrepo.index.store import index_path
-    from obsrepo.query import QueryRequest, parse_time, run_query, view_at
+    from obsrepo.query import QueryRequest, parse_time, run_query
+    from obsrepo.scope import ReadScope
 
     git = Git(repo)
     con = open_reader(IndexFiles(index_path(repo, None)).path)
-    head = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
     old = git.resolve("v0.1")
     scope = con.execute("SELECT scope[1] FROM observations WHERE len(scope) > 0 ORDER BY id LIMIT 1 OFFSET 500").fetchone()[0]
     type_ = con.execute("SELECT type FROM observations WHERE type IS NOT NULL ORDER BY id LIMIT 1").fetchone()[0]
+    org = con.execute("SELECT tenant_org FROM observations WHERE tenant_org IS NOT NULL ORDER BY id LIMIT 1").fetchone()[0]
     cases = {
         "scope": QueryRequest(scopes=(scope,), limit=20),
         "type": QueryRequest(type=type_, limit=20),
@@ -65,23 +66,28 @@ def in_process(repo: str, reps: int) -> dict[str, float]:
         "date range": QueryRequest(after=parse_time("2026-03-01", "a"), before=parse_time("2026-04-01", "b"), limit=20),
         "text": QueryRequest(text="invoice parsed", limit=20),
     }
-    results = {}
-    head_view = view_at(con, git, head)
-    for name, request in cases.items():
-        run_query(con, head_view, request)
+
+    def timed(read: ReadScope, request: QueryRequest) -> float:
+        run_query(read, request)
         times = []
         for _ in range(reps):
             start = time.perf_counter()
-            run_query(con, head_view, request)
+            run_query(read, request)
             times.append(time.perf_counter() - start)
-        results[name] = statistics.median(times)
-    old_view = view_at(con, git, old)
+        return statistics.median(times)
+
+    head = ReadScope(con, git)
+    results = {name: timed(head, request) for name, request in cases.items()}
+    bound = ReadScope(con, git, tenant={"org": org})
+    results["scope, tenant-bound"] = timed(bound, cases["scope"])
+    results["text, tenant-bound"] = timed(bound, cases["text"])
+    results["scope --at v0.1"] = timed(ReadScope(con, git, old), cases["scope"])
     times = []
-    for _ in range(reps):
+    for _ in range(reps):  # what each request pays to build its scope
         start = time.perf_counter()
-        run_query(con, old_view, cases["scope"])
+        ReadScope(con, git, tenant={"org": org}).close()
         times.append(time.perf_counter() - start)
-    results["scope --at v0.1"] = statistics.median(times)
+    results["building a bound scope"] = statistics.median(times)
     con.close()
     return results
 
@@ -91,8 +97,13 @@ def main() -> None:
     parser.add_argument("repo")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--queries-only", action="store_true", help="only the in-process queries (REPO indexed)")
     args = parser.parse_args()
     repo = os.path.abspath(args.repo)
+    if args.queries_only:
+        for name, seconds in in_process(repo, args.reps).items():
+            print(f"query  {name:<30s} : {seconds * 1000:7.1f} ms in-process")
+        return
     obsrepo = [sys.executable, "-m", "obsrepo"]
     count = int(subprocess.run("git ls-files observations | wc -l", shell=True, cwd=repo, capture_output=True, text=True).stdout)
 

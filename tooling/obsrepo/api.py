@@ -47,16 +47,26 @@ class Repository:
             raise GitError("the repository has no commits yet: nothing to index")
         return reader_at_least(self.git, IndexFiles(self.index_file), head)
 
-    def _read(self, work: Callable[[Any], Any]) -> Any:
-        """Run `work(connection)`; if DuckDB reports a damaged file on the way (a bad block
-        checksum, a missing table), rebuild the index from git and run it once more."""
+    def _read(self, work: Callable[[Any], Any], at: str | None = None, tenant: dict[str, str] | None = None,
+              scoped: bool = True) -> Any:
+        """Run `work(scope)` over a read scope of commit `at` (default: the indexed tip) and the
+        caller's binding (or `tenant`, a narrower one); if DuckDB reports a damaged file on the
+        way (a bad block checksum, a missing table), rebuild the index from git and run it once more."""
         from .index import IndexFiles, build_index
         from .index.store import damage_errors
+        from .scope import ReadScope
 
+        at_sha = self.git.resolve(at, "--at") if at else None
         for attempt in (1, 2):
             con = self._reader()
             try:
-                return work(con)
+                if not scoped:
+                    return work(con)
+                scope = ReadScope(con, self.git, at_sha, self.tenant if tenant is None else tenant)
+                try:
+                    return work(scope)
+                finally:
+                    scope.close()
             except damage_errors() as exc:
                 if attempt == 2:
                     from .errors import IndexFault
@@ -80,15 +90,7 @@ class Repository:
                 return {"observations": [], "total": 0, "limit": request.limit, "offset": request.offset,
                         "at_commit": self.git.resolve(at, "--at") if at else None}
             binding[key] = value
-        request.tenant = binding
-        return self._read(lambda con: run_query(con, self._view(con, at), request))
-
-    def _view(self, con: Any, at: str | None) -> Any:
-        from .query import view_at
-
-        at_sha = self.git.resolve(at, "--at") if at else con.execute(
-            "SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
-        return view_at(con, self.git, at_sha)
+        return self._read(lambda scope: run_query(scope, request), at, binding)
 
     def snapshot(self, entity: str, *, at: str | None = None, as_of: str | None = None,
                  explain: bool = False) -> dict[str, Any]:
@@ -96,27 +98,19 @@ class Repository:
         from .snapshots import parse_as_of, snapshot
 
         moment = parse_as_of(as_of) if as_of else None
-        return self._read(lambda con: snapshot(con, self.git, self._view(con, at), entity, self.tenant,
-                                               as_of=moment, explain=explain))
+        return self._read(lambda scope: snapshot(scope, entity, as_of=moment, explain=explain), at)
 
     def provenance(self, entity: str, field: str, *, at: str | None = None) -> dict[str, Any]:
         """Field → winning observation → file, commit, author, source_ref, interpretation."""
         from .snapshots import provenance
 
-        return self._read(lambda con: provenance(con, self.git, self._view(con, at), entity, field, self.tenant))
+        return self._read(lambda scope: provenance(scope, entity, field), at)
 
     def _entities_call(self, name: str, at: str | None, *args: Any, **kwargs: Any) -> Any:
         from . import entities
 
         function = getattr(entities, name)
-
-        def work(con: Any) -> Any:
-            view = self._view(con, at)
-            if name == "relationships":
-                return function(con, view, self.tenant, *args, **kwargs)
-            return function(con, self.git, view, self.tenant, *args, **kwargs)
-
-        return self._read(work)
+        return self._read(lambda scope: function(scope, *args, **kwargs), at)
 
     def entities(self, entity_type: str | None = None, *, limit: int = 50, offset: int = 0, at: str | None = None) -> dict:
         """retrieve_entities: every entity with its snapshot, by entity id."""
@@ -153,7 +147,7 @@ class Repository:
         """How the entity's snapshot changed, commit by commit."""
         from .entities import history
 
-        return self._read(lambda con: history(con, self.git, self.tenant, entity))
+        return self._read(lambda scope: history(scope, entity))
 
     def sql(self, statement: str) -> tuple[list[str], list[tuple]]:
         """Run one read-only statement; returns (column names, rows)."""
@@ -162,4 +156,4 @@ class Repository:
         if self.tenant:
             raise UsageError("`sql` reads every tenant's rows; it is not available to a tenant-bound caller",
                              parameter="--tenant")
-        return self._read(lambda con: run_sql(con, statement))
+        return self._read(lambda con: run_sql(con, statement), scoped=False)

@@ -1,7 +1,7 @@
 """Entity questions over the index (seed 003): list, find, observations, relationships, timeline.
 
-Every function takes a read-only connection, a `View` (which rows are visible at the commit)
-and the caller's tenant binding, and returns JSON-ready data in the shapes of DESIGN §9.
+Every function reads through a `ReadScope` (the rows of one commit within the caller's tenant
+binding, as the relation `visible`) and returns JSON-ready data in the shapes of DESIGN §9.
 """
 
 from __future__ import annotations
@@ -13,17 +13,12 @@ from typing import Any
 
 from .errors import NotFoundError, UsageError
 from .gitstore import Git
-from .query import RECORD_SQL, View, _record, tenant_filter
+from .query import RECORD_SQL, _record
+from .scope import ReadScope
 from .snapshots import snapshot
 
 IDENTIFYING_FIELDS = ("name", "legal_name", "email", "title", "display_name", "username", "handle", "slug",
                       "number", "invoice_number", "external_id", "vat_id")
-
-
-def _visible(view: View, tenant: dict[str, str]) -> tuple[str, list[Any], str]:
-    """(relation of visible rows aliased `o`, its parameters, the tenant condition)."""
-    where, params = tenant_filter(tenant)
-    return f"{view.sql} AS o", view.params + params, where
 
 
 def _page(limit: int, offset: int) -> None:
@@ -33,40 +28,38 @@ def _page(limit: int, offset: int) -> None:
         raise UsageError("--offset must not be negative", parameter="--offset")
 
 
-def _summaries(con: Any, git: Git, view: View, tenant: dict[str, str], entity_ids: list[str]) -> list[dict[str, Any]]:
+def _summaries(scope: ReadScope, entity_ids: list[str]) -> list[dict[str, Any]]:
     """Summaries of a page of entities: a few are reduced one by one, many at once in SQL."""
     if len(entity_ids) > 8:
         from .snapshots import all_snapshots
 
-        every = all_snapshots(con, git, view, tenant)
-        snaps = [every.get(e) or snapshot(con, git, view, e, tenant) for e in entity_ids]
+        every = all_snapshots(scope)
+        snaps = [every.get(e) or snapshot(scope, e) for e in entity_ids]
     else:
-        snaps = [snapshot(con, git, view, e, tenant) for e in entity_ids]
+        snaps = [snapshot(scope, e) for e in entity_ids]
     return [{"entity_id": entity, "entity_type": entity.split("/", 1)[0], "observation_count": snap["observation_count"],
              "last_observation_at": snap["last_observation_at"], "snapshot": snap["snapshot"]}
             for entity, snap in zip(entity_ids, snaps)]
 
 
-def list_entities(con: Any, git: Git, view: View, tenant: dict[str, str], entity_type: str | None = None,
-                  limit: int = 50, offset: int = 0) -> dict[str, Any]:
+def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
     _page(limit, offset)
-    relation, params, where = _visible(view, tenant)
-    clause = "o.entity IS NOT NULL"
+    clause, params = "o.entity IS NOT NULL", []
     if entity_type:
         clause += " AND o.entity_type = ?"
-        params = params + [entity_type]
-    rows = con.execute(f"SELECT DISTINCT o.entity FROM {relation} WHERE {where} AND {clause} ORDER BY 1", params).fetchall()
-    merges = _merges(con, view, tenant)
+        params.append(entity_type)
+    rows = scope.rows(f"SELECT DISTINCT o.entity FROM visible AS o WHERE {clause} ORDER BY 1", params)
+    merges = _merges(scope)
     ids = sorted({e for (e,) in rows if e not in merges})  # a merged-away entity lives on in its survivor
-    return {"entities": _summaries(con, git, view, tenant, ids[offset : offset + limit]), "total": len(ids),
+    return {"entities": _summaries(scope, ids[offset : offset + limit]), "total": len(ids),
             "limit": limit, "offset": offset}
 
 
-def _merges(con: Any, view: View, tenant: dict[str, str]) -> dict[str, str]:
+def _merges(scope: ReadScope) -> dict[str, str]:
     from .reduce import merge_map, retracted_ids
-    from .snapshots import special_rows
+    from .reducer_rows import special_rows
 
-    special = special_rows(con, view, tenant)
+    special = special_rows(scope.con, "visible")
     return merge_map(special, retracted_ids(special))
 
 
@@ -76,17 +69,15 @@ def normalize(text: str) -> str:
     return re.sub(r"[^0-9a-z]+", "", "".join(c for c in decomposed if not unicodedata.combining(c)).lower())
 
 
-def find(con: Any, git: Git, view: View, tenant: dict[str, str], identifier: str, entity_type: str | None = None,
-         limit: int = 50, offset: int = 0) -> dict[str, Any]:
+def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limit: int = 50,
+         offset: int = 0) -> dict[str, Any]:
     _page(limit, offset)
     wanted = normalize(identifier)
     if not wanted:
         raise UsageError("IDENTIFIER has no letters or digits", parameter="IDENTIFIER")
-    relation, params, where = _visible(view, tenant)
-    rows = con.execute(
-        f"SELECT DISTINCT o.entity, f.key, f.value FROM {relation}, json_each(o.fields) AS f "
-        f"WHERE {where} AND o.entity IS NOT NULL AND json_type(f.value) = 'VARCHAR'", params).fetchall()
-    keys = con.execute(f"SELECT DISTINCT o.entity FROM {relation} WHERE {where} AND o.entity IS NOT NULL", params).fetchall()
+    rows = scope.rows("SELECT DISTINCT o.entity, f.key, f.value FROM visible AS o, json_each(o.fields) AS f "
+                      "WHERE o.entity IS NOT NULL AND json_type(f.value) = 'VARCHAR'")
+    keys = scope.rows("SELECT DISTINCT o.entity FROM visible AS o WHERE o.entity IS NOT NULL")
     found = set()
     for (entity,) in keys:
         key = entity.split("/", 1)[1]
@@ -100,71 +91,65 @@ def find(con: Any, git: Git, view: View, tenant: dict[str, str], identifier: str
                 found.add(entity)
     from .reduce import survivor
 
-    merges = _merges(con, view, tenant)
+    merges = _merges(scope)
     ids = sorted({survivor(e, merges) for e in found} - {None})
     ids = [e for e in ids if entity_type is None or e.split("/", 1)[0] == entity_type]
-    return {"entities": _summaries(con, git, view, tenant, ids[offset : offset + limit]), "total": len(ids),
+    return {"entities": _summaries(scope, ids[offset : offset + limit]), "total": len(ids),
             "limit": limit, "offset": offset}
 
 
-def observations_of(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str, limit: int = 50,
-                    offset: int = 0) -> dict[str, Any]:
+def observations_of(scope: ReadScope, entity: str, limit: int = 50, offset: int = 0) -> dict[str, Any]:
     _page(limit, offset)
-    snap = snapshot(con, git, view, entity, tenant)  # ENTITY_NOT_FOUND, merges
-    family = _family(con, git, view, tenant, entity)
-    relation, params, where = _visible(view, tenant)
-    rows = con.execute(
-        f"SELECT {RECORD_SQL}, NULL AS score, count(*) OVER () AS total FROM {relation} WHERE {where} "
-        "AND o.entity IN (SELECT unnest(?::VARCHAR[])) ORDER BY o.timestamp DESC, o.id DESC LIMIT ? OFFSET ?",
-        params + [family, limit, offset]).fetchall()
-    total = rows[0][-1] if rows else con.execute(
-        f"SELECT count(*) FROM {relation} WHERE {where} AND o.entity IN (SELECT unnest(?::VARCHAR[]))",
-        params + [family]).fetchone()[0]
+    snap = snapshot(scope, entity)  # ENTITY_NOT_FOUND, merges
+    family = _family(scope, entity)
+    rows = scope.rows(
+        f"SELECT {RECORD_SQL}, NULL AS score, count(*) OVER () AS total FROM visible AS o "
+        "WHERE o.entity IN (SELECT unnest(?::VARCHAR[])) ORDER BY o.timestamp DESC, o.id DESC LIMIT ? OFFSET ?",
+        [family, limit, offset])
+    total = rows[0][-1] if rows else scope.one(
+        "SELECT count(*) FROM visible AS o WHERE o.entity IN (SELECT unnest(?::VARCHAR[]))", [family])[0]
     return {"entity_id": snap["entity_id"], "observations": [_record(r, False) for r in rows], "total": total,
             "limit": limit, "offset": offset}
 
 
-def _family(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str) -> list[str]:
+def _family(scope: ReadScope, entity: str) -> list[str]:
     """The entity that `entity` resolves to, and every entity merged into it."""
     from .reduce import survivor
 
-    merges = _merges(con, view, tenant)
+    merges = _merges(scope)
     target = survivor(entity, merges)
     return sorted({e for e in merges if survivor(e, merges) == target} | {target})
 
 
-def _edges(con: Any, view: View, tenant: dict[str, str]) -> list[dict[str, Any]]:
+def _edges(scope: ReadScope) -> list[dict[str, Any]]:
     """Every live relationship visible to the caller (retracted relations do not count)."""
-    relation, params, where = _visible(view, tenant)
-    retracted = {r[0] for r in con.execute(
-        f"SELECT DISTINCT unnest(o.retracts) FROM {relation} WHERE {where} AND len(o.retracts) > 0", params).fetchall()}
-    rows = con.execute(
-        f"SELECT o.id, o.path, o.entity, r.type, r.target FROM (SELECT o.id, o.path, o.entity, unnest(o.relations) AS r "
-        f"FROM {relation} WHERE {where} AND len(o.relations) > 0) AS o ORDER BY o.id, r.type, r.target", params).fetchall()
+    retracted = {r[0] for r in scope.rows("SELECT DISTINCT unnest(o.retracts) FROM visible AS o WHERE len(o.retracts) > 0")}
+    rows = scope.rows(
+        "SELECT o.id, o.path, o.entity, r.type, r.target FROM (SELECT o.id, o.path, o.entity, unnest(o.relations) AS r "
+        "FROM visible AS o WHERE len(o.relations) > 0) AS o ORDER BY o.id, r.type, r.target")
     return [{"type": kind, "source_entity_id": source, "target_entity_id": target, "observation_id": obs_id, "path": path}
             for obs_id, path, source, kind, target in rows if obs_id not in retracted]
 
 
-def relationships(con: Any, view: View, tenant: dict[str, str], entity: str, direction: str = "both",
-                  types: tuple[str, ...] = ()) -> dict[str, Any]:
+def relationships(scope: ReadScope, entity: str, direction: str = "both", types: tuple[str, ...] = ()) -> dict[str, Any]:
     if direction not in ("in", "out", "both"):
         raise UsageError("--direction is in, out or both", parameter="--direction")
-    found = [e for e in _edges(con, view, tenant) if (not types or e["type"] in types) and (
+    found = [e for e in _edges(scope) if (not types or e["type"] in types) and (
         (direction in ("out", "both") and e["source_entity_id"] == entity)
         or (direction in ("in", "both") and e["target_entity_id"] == entity))]
     found.sort(key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
     return {"relationships": found, "total": len(found)}
 
 
-def related(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str, types: tuple[str, ...] = (),
-            direction: str = "both", hops: int = 1) -> dict[str, Any]:
+def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), direction: str = "both",
+            hops: int = 1) -> dict[str, Any]:
     """Breadth-first over relationships; terminates on cycles, lists each entity once."""
     if not 1 <= hops <= 10:
         raise UsageError("--hops must be between 1 and 10", parameter="--hops")
     if direction not in ("in", "out", "both"):
         raise UsageError("--direction is in, out or both", parameter="--direction")
-    snapshot(con, git, view, entity, tenant)  # ENTITY_NOT_FOUND for an unknown start
-    edges = [e for e in _edges(con, view, tenant) if not types or e["type"] in types]
+    snapshot(scope, entity)  # ENTITY_NOT_FOUND for an unknown start
+    edges = [e for e in _edges(scope) if not types or e["type"] in types]
     seen = {entity}
     frontier = [entity]
     used: dict[tuple, dict] = {}
@@ -189,7 +174,7 @@ def related(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str,
             break
     others = sorted(seen - {entity})
     rels = sorted(used.values(), key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
-    return {"entities": _summaries(con, git, view, tenant, others), "relationships": rels,
+    return {"entities": _summaries(scope, others), "relationships": rels,
             "total_entities": len(others), "total_relationships": len(rels), "hops_traversed": deepest}
 
 
@@ -238,8 +223,7 @@ def _declared_events(git: Git, commit: str, entity_type: str, cache: dict) -> di
     return cache[entity_type]
 
 
-def timeline(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str | None = None,
-             event_type: str | None = None, after: datetime | None = None, before: datetime | None = None,
+def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None = None, after: datetime | None = None, before: datetime | None = None,
              limit: int = 1000, offset: int = 0) -> dict[str, Any]:
     """Events from date-valued snapshot fields, plus each observation's own timestamp."""
     import hashlib
@@ -247,23 +231,21 @@ def timeline(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str
     from .times import format_timestamp
 
     _page(limit, offset)
-    relation, params, where = _visible(view, tenant)
     clause, extra = "o.entity IS NOT NULL", []
     if entity:
-        family = _family(con, git, view, tenant, entity)
+        family = _family(scope, entity)
         clause += " AND o.entity IN (SELECT unnest(?::VARCHAR[]))"
         extra.append(family)
-    entity_ids = [r[0] for r in con.execute(
-        f"SELECT DISTINCT o.entity FROM {relation} WHERE {where} AND {clause} ORDER BY 1", params + extra).fetchall()]
+    entity_ids = [r[0] for r in scope.rows(f"SELECT DISTINCT o.entity FROM visible AS o WHERE {clause} ORDER BY 1", extra)]
     events = []
     schemas: dict[str, dict[str, str]] = {}
     done = set()
     for entity_id in entity_ids:
-        snap = snapshot(con, git, view, entity_id, tenant)
+        snap = snapshot(scope, entity_id)
         if snap["entity_id"] in done:
             continue
         done.add(snap["entity_id"])
-        declared = _declared_events(git, view.at_commit, snap["entity_type"], schemas)
+        declared = _declared_events(scope.git, scope.at_commit, snap["entity_type"], schemas)
         for name, value in snap["snapshot"].items():
             when = strict_date(value)
             if when is None:
@@ -272,9 +254,9 @@ def timeline(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str
             digest = hashlib.sha256(f"{snap['entity_id']}\0{name}\0{when}".encode()).hexdigest()[:16]
             events.append({"id": f"evt-{digest}", "event_type": kind, "event_timestamp": when,
                            "entity_id": snap["entity_id"], "field": name, "observation_id": snap["provenance"][name]})
-    rows = con.execute(
-        f"SELECT o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f'), o.entity, coalesce(o.type, 'Observed') "
-        f"FROM {relation} WHERE {where} AND {clause}", params + extra).fetchall()
+    rows = scope.rows(
+        "SELECT o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f'), o.entity, coalesce(o.type, 'Observed') "
+        f"FROM visible AS o WHERE {clause}", extra)
     for obs_id, ts, entity_id, kind in rows:
         when = format_timestamp(datetime.fromisoformat(ts).replace(tzinfo=timezone.utc))
         events.append({"id": f"evt-{hashlib.sha256(obs_id.encode()).hexdigest()[:16]}", "event_type": kind,
@@ -291,14 +273,13 @@ def timeline(con: Any, git: Git, view: View, tenant: dict[str, str], entity: str
     return {"events": kept[offset : offset + limit], "total": len(kept)}
 
 
-def _commits_that_matter(con: Any, git: Git, tenant: dict[str, str], entity: str, commits: list[tuple]) -> set[int]:
+def _commits_that_matter(scope: ReadScope, entity: str, commits: list[tuple]) -> set[int]:
     """Chain positions at which the entity's snapshot can change: where an observation of the
     entity, or of any entity ever merged with it, or any retraction or merge, comes or goes,
     and where the entity schema of any of their types changes. A superset is harmless (an
     unchanged snapshot records no change); a missing commit would lose one."""
     neighbours: dict[str, set[str]] = {}
-    for source, relation in con.execute(
-            "SELECT entity, unnest(relations) FROM obs_versions WHERE special AND entity IS NOT NULL").fetchall():
+    for source, relation in scope.rows("SELECT entity, unnest(relations) FROM obs_versions WHERE special AND entity IS NOT NULL"):
         if relation["type"] == "DUPLICATE_OF":
             neighbours.setdefault(source, set()).add(relation["target"])
             neighbours.setdefault(relation["target"], set()).add(source)
@@ -308,25 +289,21 @@ def _commits_that_matter(con: Any, git: Git, tenant: dict[str, str], entity: str
             if other not in family:
                 family.add(other)
                 todo.append(other)
-    where, params = tenant_filter(tenant)
-    relevant = {r[0] for r in con.execute(
-        f"SELECT DISTINCT unnest([o.added_seq, o.removed_seq]) FROM obs_versions AS o WHERE {where} "
-        "AND (o.special OR o.entity IN (SELECT unnest(?::VARCHAR[])))", params + [sorted(family)]).fetchall()}
+    relevant = {r[0] for r in scope.rows(
+        "SELECT DISTINCT unnest([o.added_seq, o.removed_seq]) FROM obs_versions AS o "
+        "WHERE o.special OR o.entity IN (SELECT unnest(?::VARCHAR[]))", [sorted(family)])}
     if commits:
         seq_of = {sha: seq for seq, sha, _when, _author in commits}
         schemas = sorted({f"schemas/entities/{e.split('/', 1)[0]}.yaml" for e in family})
-        touched = git.run("log", "--first-parent", "--format=%H", commits[-1][1], "--", *schemas).decode().split()
+        touched = scope.git.run("log", "--first-parent", "--format=%H", commits[-1][1], "--", *schemas).decode().split()
         relevant.update(seq_of[sha] for sha in touched if sha in seq_of)
     return relevant
 
 
-def history(con: Any, git: Git, tenant: dict[str, str], entity: str) -> dict[str, Any]:
-    """How the snapshot changed commit by commit on the indexed chain."""
-    from .query import view_at
-
-    commits = con.execute("SELECT seq, sha, strftime(committed_at, '%Y-%m-%dT%H:%M:%SZ'), author FROM commits "
-                          "ORDER BY seq").fetchall()
-    relevant = _commits_that_matter(con, git, tenant, entity, commits)
+def history(scope: ReadScope, entity: str) -> dict[str, Any]:
+    """How the snapshot changed commit by commit on the indexed chain (the scope moves along it)."""
+    commits = scope.rows("SELECT seq, sha, strftime(committed_at, '%Y-%m-%dT%H:%M:%SZ'), author FROM commits ORDER BY seq")
+    relevant = _commits_that_matter(scope, entity, commits)
     changes = []
     previous: dict[str, Any] = {}
     known = False
@@ -334,7 +311,8 @@ def history(con: Any, git: Git, tenant: dict[str, str], entity: str) -> dict[str
         if seq not in relevant:
             continue
         try:
-            snap = snapshot(con, git, view_at(con, git, sha), entity, tenant)
+            scope.move_to(sha)
+            snap = snapshot(scope, entity)
         except NotFoundError:
             continue
         known = True

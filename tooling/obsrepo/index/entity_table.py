@@ -22,16 +22,14 @@ COLUMNS = ["entity_id", "entity_type", "snapshot", "provenance", "observation_co
 
 
 def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
-    from ..query import View
     from ..reduce import merge_map, retracted_ids, survivor
-    from ..snapshots import CANDIDATES, all_policies, special_rows
+    from ..reducer_rows import CANDIDATES, all_policies, special_rows
     from ..sqlreduce import reduce_all
 
-    view = View(CURRENT, [], "obs_terms", target)
     affected = None if result.full or result.truncated else _affected(result)
     if affected is not None and not affected:
         return
-    special = special_rows(con, view, {})
+    special = special_rows(con, CURRENT)
     policies = all_policies(git, target)
     if affected is None:
         snaps = reduce_all(con, CANDIDATES.format(relation=CURRENT, where="TRUE"), [], special, policies, target)

@@ -1,0 +1,80 @@
+"""What the reducer reads from the index: observation rows as `Obs`, the few special rows
+(retractions, their targets, merges), candidate rows for the SQL reducer, and per-field
+policies from the entity schemas of a commit. Used by the index (the `entity_snapshots`
+table) and by the readers alike; `relation` names the rows to read (a table, a view or a
+parenthesised query, aliased `o` here)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from .gitstore import Git
+from .reduce import POLICIES, Obs
+from .times import format_timestamp
+
+ROW = """o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f'), o.entity, o.fields, o.priority, o.specificity,
+    o.retracts, o.relations, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user"""
+
+CANDIDATES = """(SELECT o.id, o.entity, o.priority, o.specificity, epoch_us(o.timestamp) AS epoch,
+    strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S')
+      || CASE WHEN epoch_us(o.timestamp) % 1000000 <> 0 THEN strftime(o.timestamp, '.%f') ELSE '' END || 'Z' AS ts,
+    o.fields FROM {relation} AS o WHERE {where})"""
+
+
+def as_obs(row: tuple) -> Obs:
+    obs_id, ts, entity, fields, priority, specificity, retracts, relations, org, project, agent, user = row
+    tenant = tuple((k, v) for k, v in (("agent", agent), ("org", org), ("project", project), ("user", user)) if v is not None)
+    return Obs(
+        id=obs_id, timestamp=format_timestamp(datetime.fromisoformat(ts).replace(tzinfo=timezone.utc)), entity=entity,
+        fields=json.loads(fields) if fields else {}, priority=priority, specificity=specificity,
+        retracts=tuple(retracts), relations=tuple((r["type"], r["target"]) for r in relations), tenant=tenant,
+    )
+
+
+def special_rows(con: Any, relation: str) -> list[Obs]:
+    """Retractions, their targets and merges: few, and all the reducer needs beyond an entity's own rows."""
+    special = [as_obs(r) for r in con.execute(f"SELECT {ROW} FROM {relation} AS o WHERE o.special").fetchall()]
+    targets = sorted({t for o in special for t in o.retracts})
+    if targets:
+        known = {o.id for o in special}
+        special += [as_obs(r) for r in con.execute(
+            f"SELECT {ROW} FROM {relation} AS o WHERE o.id IN (SELECT unnest(?::VARCHAR[]))", [targets]).fetchall()
+            if r[0] not in known]
+    return special
+
+
+def all_policies(git: Git, commit: str) -> dict[tuple[str, str], str]:
+    """(entity type, field) → policy for every entity schema in the tree of `commit`."""
+    listing = git.run("ls-tree", "--name-only", "-z", commit, "schemas/entities/", check=False).split(b"\0")
+    policies: dict[tuple[str, str], str] = {}
+    for raw in listing:
+        name = raw.decode("utf-8", "replace").rsplit("/", 1)[-1]
+        if name.endswith(".yaml"):
+            entity_type = name[: -len(".yaml")]
+            for field, policy in load_policies(git, commit, entity_type).items():
+                policies[(entity_type, field)] = policy
+    return policies
+
+
+_POLICIES: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def load_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
+    """Per-field policies from `schemas/entities/<type>.yaml` in the tree of `commit` (a commit's
+    tree never changes, so each is read once per process)."""
+    key = (commit, entity_type)
+    if key not in _POLICIES:
+        _POLICIES[key] = _read_policies(git, commit, entity_type)
+    return _POLICIES[key]
+
+
+def _read_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
+    from .entity_schema import read_entity_schema
+
+    raw = git.run("cat-file", "blob", f"{commit}:schemas/entities/{entity_type}.yaml", check=False)
+    if not raw:
+        return {}
+    schema, _issues = read_entity_schema(f"schemas/entities/{entity_type}.yaml", raw)
+    return {name: spec["policy"] for name, spec in (schema or {}).get("fields", {}).items() if spec.get("policy") in POLICIES}

@@ -1,0 +1,121 @@
+"""The read scope: one request's commit, tenant binding and connection, built once.
+
+Every read goes through a `ReadScope`. It owns a DuckDB connection of its own (a cursor: its
+temporary views are private to it) in which the tables that hold observation rows are
+*shadowed* by views that already carry the tenant clause. A read function names
+`obs_versions`, `visible` or any public view (`observations`, `relations`, …) and gets only
+the caller's rows: it cannot reach another tenant's by forgetting a filter, because it never
+writes one. Relations a reader uses:
+
+    visible          observations present in the tree of `at_commit`, within the binding
+    visible_terms    BM25 terms of those rows (row_id, term, tf)
+    visible_doclen   their token counts (row_id, doc_len)
+    visible_records  their printed columns, by row id
+    obs_versions     every version ever indexed, within the binding (history, "ever known")
+
+Values are inlined as SQL literals (sequence numbers are integers, tenant values are quoted),
+so the relations take no parameters and compose into any statement.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .gitstore import Git
+
+TENANT_COLUMNS = {"org": "tenant_org", "project": "tenant_project", "agent": "tenant_agent", "user": "tenant_user"}
+# stored tables keyed by an observation's row id, without tenant columns of their own
+_BY_ROW_ID = ("obs_terms", "obs_doclen")
+
+
+def literal(value: str) -> str:
+    """A SQL string literal (the values come from a validated binding: UTF-8, no NUL)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def tenant_clause(binding: Mapping[str, str], alias: str = "") -> str:
+    """Fail closed: an observation without a bound key is invisible to a bound caller."""
+    prefix = f"{alias}." if alias else ""
+    clauses = [f"{prefix}{TENANT_COLUMNS[key]} = {literal(binding[key])}" for key in sorted(binding)]
+    return " AND ".join(clauses) if clauses else "TRUE"
+
+
+class ReadScope:
+    """A commit view + a tenant binding + a connection. Close it when the request is done."""
+
+    def __init__(self, con: Any, git: Git, at_commit: str | None = None, tenant: Mapping[str, str] | None = None) -> None:
+        """`at_commit`: a full sha (default: the indexed commit)."""
+        self.con = con.cursor()
+        self.git = git
+        self.tenant: dict[str, str] = dict(tenant or {})
+        self.at_commit = ""
+        self.indexed_commit: str = self.con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
+        if self.tenant:
+            self._shadow()
+        self.move_to(at_commit or self.indexed_commit)
+
+    # -- running statements ---------------------------------------------------------------
+    def rows(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
+        return self.con.execute(sql, list(params)).fetchall()
+
+    def one(self, sql: str, params: list[Any] | tuple = ()) -> tuple | None:
+        return self.con.execute(sql, list(params)).fetchone()
+
+    def close(self) -> None:
+        self.con.close()
+
+    # -- building the relations ------------------------------------------------------------
+    def _shadow(self) -> None:
+        catalog = self.one("SELECT current_database()")[0]
+        stored = f'"{catalog}".main'
+        clause = tenant_clause(self.tenant)
+        self.con.execute(";".join([
+            f"CREATE TEMP VIEW obs_versions AS SELECT * FROM {stored}.obs_versions WHERE {clause}",
+            # the printed columns carry the tenant too: no join needed
+            f"CREATE TEMP VIEW obs_records AS SELECT * FROM {stored}.obs_records WHERE {clause}",
+            *(f"CREATE TEMP VIEW {table} AS SELECT * FROM {stored}.{table} WHERE row_id IN (SELECT row_id FROM obs_versions)"
+              for table in _BY_ROW_ID),
+            # reduced over every tenant at build time: nothing of it is a bound caller's to read
+            f"CREATE TEMP VIEW entity_snapshots AS SELECT * FROM {stored}.entity_snapshots WHERE FALSE",
+        ]))
+
+    def move_to(self, at_commit: str) -> None:
+        """Point `visible` and its companions at another commit (same binding, same connection)."""
+        if at_commit == self.at_commit:
+            return
+        seq_row = self.one("SELECT seq FROM commits WHERE sha = ?", [at_commit])
+        if seq_row is not None:
+            seq = int(seq_row[0])
+            self._views(f"SELECT * FROM obs_versions WHERE added_seq <= {seq} AND removed_seq > {seq}",
+                        "obs_terms", "obs_doclen", "obs_records")
+        else:
+            self._overlay(at_commit)
+        self.at_commit = at_commit
+
+    def _views(self, visible: str, terms: str, doclen: str, records: str) -> None:
+        bodies = (("visible", visible), ("visible_terms", terms), ("visible_doclen", doclen), ("visible_records", records))
+        self.con.execute(";".join(
+            f"CREATE OR REPLACE TEMP VIEW {name} AS "
+            + (body if body.lstrip().upper().startswith("SELECT") else f"SELECT * FROM {body}")
+            for name, body in bodies))
+
+    def _overlay(self, at_commit: str) -> None:
+        """A commit off the indexed chain: the nearest chain commit, patched with `git diff`."""
+        from .overlay import build_overlay
+
+        seq = build_overlay(self.con, self.git, self.indexed_commit, at_commit)
+        mine = f"SELECT * FROM overlay_obs WHERE {tenant_clause(self.tenant)}"
+        overlay_ids = "row_id IN (SELECT row_id FROM visible)"
+        if seq is None:
+            self._views(mine, f"SELECT * FROM overlay_terms WHERE {overlay_ids}",
+                        f"SELECT * FROM overlay_doclen WHERE {overlay_ids}", "SELECT * FROM visible")
+            return
+        from .index.schema import RECORD_COLUMNS
+
+        self._views(
+            f"SELECT * FROM obs_versions WHERE added_seq <= {seq} AND removed_seq > {seq} "
+            f"AND path NOT IN (SELECT path FROM overlay_removed) UNION ALL {mine}",
+            f"SELECT * FROM obs_terms UNION ALL SELECT * FROM overlay_terms WHERE {overlay_ids}",
+            f"SELECT * FROM obs_doclen UNION ALL SELECT * FROM overlay_doclen WHERE {overlay_ids}",
+            f"SELECT row_id, {RECORD_COLUMNS} FROM obs_records UNION ALL "
+            f"SELECT row_id, {RECORD_COLUMNS} FROM overlay_obs WHERE {overlay_ids}")
