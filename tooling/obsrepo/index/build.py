@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import IndexFault
-from ..gitstore import Change, Git
+from ..gitstore import Git
 from ..report import Issue
 from ..rules import analyze, kind_of, place
 from . import history
+from .plan import UpdatePlan, plan_update
 from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .entity_table import refresh_snapshots
 from .store import IndexFiles, damage_errors, load_fts, publish, without_pandas
@@ -128,52 +129,21 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
 
 def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
            progress: Callable[[int, int], None] | None) -> BuildResult:
-    forward = history.chain_since(git, stored[-1], target) if stored else None
-    if stored and forward is not None:  # the stored chain is a prefix of the new one
-        keep, appended, since = len(stored) - 1, forward, stored[-1]
-    else:
-        new_chain = history.chain(git, target)
-        keep = _shared_prefix(stored or [], [c.sha for c in new_chain])
-        appended = new_chain[keep + 1 :]
-        since = new_chain[keep].sha if keep >= 0 else None
-    result = BuildResult(target, stored is None, keep=keep, since=since)
-    if stored is not None and keep < len(stored) - 1:
-        _truncate(con, keep)
-        result.truncated = True
-    con.execute("DELETE FROM commits WHERE seq > ?", [keep])
-    result.commits = len(appended)
-    if not appended:
-        return result
-    _insert_commits(con, keep, appended)
-    changes = history.mainline_changes(git, since, target)
-    seq_of = {c.sha: keep + 1 + i for i, c in enumerate(appended)}
-    info = {c.sha: c for c in appended}
-    authors: dict[tuple[str, str], str] = {}
-    if history.has_merges(git, since, target):
-        authors = history.authored(git, since, target)
-        info.update(history.commit_info(git, [s for s in authors.values() if s not in info]))
+    return apply_plan(git, con, plan_update(git, stored, target), progress)
 
-    # Walk the new commits in order. A version added and removed within this batch gets its
-    # whole range here; removals of versions already stored become updates.
-    removals: list[tuple[str, int]] = []  # (path, seq) of stored versions
-    additions: list[list] = []  # [path, blob, added_seq, commit, removed_seq]
-    open_version: dict[str, int] = {}
-    for sha in sorted(changes, key=lambda s: seq_of[s]):
-        seq = seq_of[sha]
-        for change in sorted(changes[sha], key=lambda c: c.path):
-            if kind_of(change.path) == "other":  # an entity schema: the snapshots are reduced again
-                result.schemas_changed = True
-                continue
-            if change.status in ("D", "M", "T"):
-                if change.path in open_version:
-                    additions[open_version.pop(change.path)][4] = seq
-                else:
-                    removals.append((change.path, seq))
-            if change.status in ("A", "M", "T") and change.new_mode in ("100644", "100755"):
-                open_version[change.path] = len(additions)
-                additions.append([change.path, change.new_sha, seq, authors.get((change.path, change.new_sha), sha), NOW])
-    result.removed = _remove(con, removals, result)
-    result.added, result.problems = _add(git, con, additions, info, progress, result)
+
+def apply_plan(git: Git, con: Any, plan: UpdatePlan, progress: Callable[[int, int], None] | None = None) -> BuildResult:
+    """Carry out `plan` in the writer's connection (the snapshot table is refreshed by the caller)."""
+    result = BuildResult(plan.target, plan.full, keep=plan.keep, since=plan.since, truncated=plan.truncate,
+                         schemas_changed=plan.schemas_changed, commits=len(plan.commits))
+    if plan.truncate:
+        _truncate(con, plan.keep)
+    con.execute("DELETE FROM commits WHERE seq > ?", [plan.keep])
+    if not plan.commits:
+        return result
+    _insert_commits(con, plan.keep, plan.commits)
+    result.removed = _remove(con, plan.removals, result)
+    result.added, result.problems = _add(git, con, plan.additions, plan.info, progress, result)
     return result
 
 
@@ -193,20 +163,6 @@ def _insert_commits(con: Any, keep: int, appended: list) -> None:
     }))
     con.execute("INSERT INTO commits SELECT * FROM new_commits")
     con.unregister("new_commits")
-
-
-def _shared_prefix(stored: list[str], new: list[str]) -> int:
-    """The last seq at which both chains agree (chains from one root agree on a prefix)."""
-    low, high = 0, min(len(stored), len(new)) - 1
-    if high < 0 or stored[0] != new[0]:
-        return -1
-    while low < high:  # invariant: stored[low] == new[low]
-        mid = (low + high + 1) // 2
-        if stored[mid] == new[mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
 
 
 def _truncate(con: Any, keep: int) -> None:
@@ -306,7 +262,7 @@ def rows_for(files: list, parsed: list[tuple[list, Any]], first_row: int,
     return obs_rows, comp_rows, problem_rows, problems
 
 
-def _add(git: Git, con: Any, additions: list[list], info: dict,
+def _add(git: Git, con: Any, additions: list, info: dict,
          progress: Callable[[int, int], None] | None, result: BuildResult) -> tuple[int, list[Issue]]:
     additions = [a for a in additions if kind_of(a[0]) != "other"]
     if not additions:
