@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .errors import UsageError
+from .index.columns import RECORD, quoted
 from .index.schema import CLASSIFICATION_RANK
 from .scope import TENANT_COLUMNS, ReadScope
 from .times import format_timestamp
@@ -94,9 +95,8 @@ def _filters(request: QueryRequest) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
-RECORD_SQL = """o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f') AS ts, o.type, o.source, o.event, o.body,
-    o.scope, o.entity, o.fields, o.priority, o.specificity, o.tenant_org, o.tenant_project, o.tenant_agent,
-    o.tenant_user, o.classification, o.data, o.context, o.trace_ref, o.path, o."commit\""""
+RECORD_SQL = ", ".join("strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f') AS ts" if name == "timestamp" else f"o.{quoted(name)}"
+                       for name in RECORD)  # the order `_record` unpacks
 
 
 def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from ..gitstore import Git
 from ..report import Issue
 from ..rules import analyze, kind_of, place
 from . import history
+from .columns import COMP_COLUMNS, OBS_COLUMNS, arrow_types
 from .plan import UpdatePlan, plan_update
 from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .entity_table import refresh_snapshots
@@ -25,20 +26,6 @@ from .store import IndexFiles, damage_errors, load_fts, publish, without_pandas
 
 PARALLEL_THRESHOLD = 2000
 SMALL_BATCH = 64  # rows inserted with plain parameters rather than through Arrow
-
-OBS_COLUMNS = [
-    "row_id", "added_seq", "removed_seq", "id", "path", "blob", "timestamp", "source", "event", "type",
-    "body", "scope", "entity", "entity_type", "fields", "priority", "specificity", "corrects", "retracts",
-    "relations", "tenant_org", "tenant_project", "tenant_agent", "tenant_user", "classification",
-    "class_rank", "source_ref", "interpretation", "data", "context", "trace_ref", "extensions",
-    "content_hash", "commit", "author", "author_email", "committed_at", "special",
-]
-COMP_COLUMNS = [
-    "row_id", "added_seq", "removed_seq", "id", "path", "blob", "topic", "domain", "created", "updated",
-    "version", "verified", "prior", "posterior", "observations", "observations_used", "body", "extensions",
-    "commit", "author", "author_email", "committed_at",
-]
-
 
 @dataclass
 class BuildResult:
@@ -347,22 +334,6 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], info: dict, firs
     return offset - first_row, problems
 
 
-def _arrow_types() -> dict[str, Any]:
-    import pyarrow as pa
-
-    text = pa.string()
-    texts = pa.list_(pa.string())
-    stamp = pa.timestamp("us")  # UTC; DuckDB TIMESTAMP
-    return {
-        "row_id": pa.int64(), "added_seq": pa.int32(), "removed_seq": pa.int32(), "timestamp": stamp,
-        "scope": texts, "corrects": texts, "retracts": texts, "observations": texts, "observations_used": texts,
-        "relations": pa.list_(pa.struct([("type", text), ("target", text)])), "priority": pa.int32(),
-        "specificity": pa.float64(), "class_rank": pa.int8(), "committed_at": stamp, "created": stamp,
-        "updated": stamp, "version": pa.int32(), "seq": pa.int32(), "observation_count": pa.int32(),
-        "last_observation_at": stamp, "deleted": pa.bool_(), "verified": pa.bool_(), "special": pa.bool_(),
-    }
-
-
 def _prepare(table: str, columns: list[str], rows: list[dict]) -> None:
     if table.endswith("obs_versions") or table == "overlay_obs":
         for row in rows:
@@ -378,7 +349,7 @@ def _arrow_table(table: str, columns: list[str], rows: list[dict]) -> Any:
     import pyarrow as pa
 
     _prepare(table, columns, rows)
-    types = _arrow_types()
+    types = arrow_types()
     return pa.table({name: pa.array([row[name] for row in rows], types.get(name, pa.string())) for name in columns})
 
 

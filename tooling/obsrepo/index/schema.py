@@ -3,12 +3,11 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 `added_seq <= s < removed_seq`; the public views show the indexed commit.
 """
 
+from .columns import COMP_VERSIONS, OBS_VERSIONS, OBSERVATION, RECORD_COLUMNS, column_list, ddl
+
 FORMAT_VERSION = "4"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 CLASSIFICATION_RANK = {"public": 0, "internal": 1, "confidential": 2, "restricted": 3}
-
-RECORD_COLUMNS = """id, timestamp, type, source, event, body, scope, entity, fields, priority, specificity,
-    tenant_org, tenant_project, tenant_agent, tenant_user, classification, data, context, trace_ref, path, "commit\""""
 
 TABLES = f"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
@@ -16,35 +15,14 @@ CREATE TABLE commits (
     seq INTEGER NOT NULL, sha VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL,
     author VARCHAR NOT NULL, author_email VARCHAR NOT NULL
 );
-CREATE TABLE obs_versions (
-    row_id BIGINT NOT NULL, added_seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL,
-    id VARCHAR NOT NULL, path VARCHAR NOT NULL, blob VARCHAR NOT NULL,
-    timestamp TIMESTAMP NOT NULL, source VARCHAR NOT NULL, event VARCHAR NOT NULL, type VARCHAR,
-    body VARCHAR NOT NULL, scope VARCHAR[] NOT NULL, entity VARCHAR, entity_type VARCHAR, fields JSON,
-    priority INTEGER NOT NULL, specificity DOUBLE NOT NULL, corrects VARCHAR[] NOT NULL,
-    retracts VARCHAR[] NOT NULL, relations STRUCT(type VARCHAR, target VARCHAR)[] NOT NULL,
-    tenant_org VARCHAR, tenant_project VARCHAR, tenant_agent VARCHAR, tenant_user VARCHAR,
-    classification VARCHAR NOT NULL, class_rank TINYINT NOT NULL, source_ref VARCHAR,
-    interpretation VARCHAR, data JSON, context JSON, trace_ref VARCHAR, extensions JSON,
-    content_hash VARCHAR NOT NULL, "commit" VARCHAR NOT NULL, author VARCHAR NOT NULL,
-    author_email VARCHAR NOT NULL, committed_at TIMESTAMP NOT NULL,
-    special BOOLEAN NOT NULL  -- retracts something or merges (DUPLICATE_OF): the reducer reads these first
-);
+{ddl("obs_versions", OBS_VERSIONS)}
 -- what a query prints, in row-id order (the order documents were added, close to chronological):
 -- obs_versions is stored by entity for snapshots, and a page of recent matches would otherwise
 -- touch as many storage blocks as it has rows
 CREATE TABLE obs_records AS SELECT row_id, {RECORD_COLUMNS} FROM obs_versions LIMIT 0;
 CREATE TABLE obs_terms (row_id BIGINT NOT NULL, term VARCHAR NOT NULL, tf INTEGER NOT NULL);
 CREATE TABLE obs_doclen (row_id BIGINT NOT NULL, doc_len INTEGER NOT NULL);
-CREATE TABLE comp_versions (
-    row_id BIGINT NOT NULL, added_seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL,
-    id VARCHAR NOT NULL, path VARCHAR NOT NULL, blob VARCHAR NOT NULL, topic VARCHAR NOT NULL,
-    domain VARCHAR NOT NULL, created TIMESTAMP NOT NULL, updated TIMESTAMP NOT NULL,
-    version INTEGER NOT NULL, verified BOOLEAN NOT NULL, prior JSON NOT NULL, posterior JSON NOT NULL,
-    observations VARCHAR[] NOT NULL, observations_used VARCHAR[] NOT NULL, body VARCHAR NOT NULL,
-    extensions JSON, "commit" VARCHAR NOT NULL, author VARCHAR NOT NULL, author_email VARCHAR NOT NULL,
-    committed_at TIMESTAMP NOT NULL
-);
+{ddl("comp_versions", COMP_VERSIONS)}
 CREATE TABLE entity_snapshots (  -- at the indexed commit, over every tenant (see entity_table)
     entity_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, snapshot JSON NOT NULL, provenance JSON NOT NULL,
     observation_count INTEGER NOT NULL, last_observation_at TIMESTAMP, deleted BOOLEAN NOT NULL
@@ -56,14 +34,9 @@ CREATE TABLE problems (
 );
 """
 
-OBSERVATION_COLUMNS = """id, timestamp, source, event, type, body, scope, entity, entity_type, fields,
-    priority, specificity, corrects, retracts, relations, tenant_org, tenant_project, tenant_agent,
-    tenant_user, classification, source_ref, interpretation, data, context, trace_ref, extensions,
-    content_hash, path, blob, "commit", author, author_email, committed_at"""
-
 VIEWS = f"""
 CREATE OR REPLACE VIEW observations AS
-    SELECT {OBSERVATION_COLUMNS} FROM obs_versions WHERE removed_seq = {NOW};
+    SELECT {column_list(OBSERVATION)} FROM obs_versions WHERE removed_seq = {NOW};
 CREATE OR REPLACE VIEW observation_scopes AS
     SELECT id AS observation_id, unnest(scope) AS scope_id FROM observations;
 CREATE OR REPLACE VIEW observation_fields AS

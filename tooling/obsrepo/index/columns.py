@@ -1,0 +1,79 @@
+"""The columns of the versioned tables, defined once: the DDL, the Arrow types of a bulk
+load, the column lists of inserts and the printed record columns all derive from here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+RELATION = "STRUCT(type VARCHAR, target VARCHAR)[]"
+
+# (name, DuckDB type, NOT NULL)
+OBS_VERSIONS: list[tuple[str, str, bool]] = [
+    ("row_id", "BIGINT", True), ("added_seq", "INTEGER", True), ("removed_seq", "INTEGER", True),
+    ("id", "VARCHAR", True), ("path", "VARCHAR", True), ("blob", "VARCHAR", True),
+    ("timestamp", "TIMESTAMP", True), ("source", "VARCHAR", True), ("event", "VARCHAR", True), ("type", "VARCHAR", False),
+    ("body", "VARCHAR", True), ("scope", "VARCHAR[]", True), ("entity", "VARCHAR", False), ("entity_type", "VARCHAR", False),
+    ("fields", "JSON", False), ("priority", "INTEGER", True), ("specificity", "DOUBLE", True),
+    ("corrects", "VARCHAR[]", True), ("retracts", "VARCHAR[]", True), ("relations", RELATION, True),
+    ("tenant_org", "VARCHAR", False), ("tenant_project", "VARCHAR", False), ("tenant_agent", "VARCHAR", False),
+    ("tenant_user", "VARCHAR", False), ("classification", "VARCHAR", True), ("class_rank", "TINYINT", True),
+    ("source_ref", "VARCHAR", False), ("interpretation", "VARCHAR", False), ("data", "JSON", False),
+    ("context", "JSON", False), ("trace_ref", "VARCHAR", False), ("extensions", "JSON", False),
+    ("content_hash", "VARCHAR", True), ("commit", "VARCHAR", True), ("author", "VARCHAR", True),
+    ("author_email", "VARCHAR", True), ("committed_at", "TIMESTAMP", True),
+    # retracts something or merges (DUPLICATE_OF): the reducer reads these first
+    ("special", "BOOLEAN", True),
+]
+COMP_VERSIONS: list[tuple[str, str, bool]] = [
+    ("row_id", "BIGINT", True), ("added_seq", "INTEGER", True), ("removed_seq", "INTEGER", True),
+    ("id", "VARCHAR", True), ("path", "VARCHAR", True), ("blob", "VARCHAR", True), ("topic", "VARCHAR", True),
+    ("domain", "VARCHAR", True), ("created", "TIMESTAMP", True), ("updated", "TIMESTAMP", True),
+    ("version", "INTEGER", True), ("verified", "BOOLEAN", True), ("prior", "JSON", True), ("posterior", "JSON", True),
+    ("observations", "VARCHAR[]", True), ("observations_used", "VARCHAR[]", True), ("body", "VARCHAR", True),
+    ("extensions", "JSON", False), ("commit", "VARCHAR", True), ("author", "VARCHAR", True),
+    ("author_email", "VARCHAR", True), ("committed_at", "TIMESTAMP", True),
+]
+# what a query prints (copied into obs_records, in row-id order)
+RECORD = ["id", "timestamp", "type", "source", "event", "body", "scope", "entity", "fields", "priority", "specificity",
+          "tenant_org", "tenant_project", "tenant_agent", "tenant_user", "classification", "data", "context",
+          "trace_ref", "path", "commit"]
+
+# the public `observations` view
+OBSERVATION = ["id", "timestamp", "source", "event", "type", "body", "scope", "entity", "entity_type", "fields",
+               "priority", "specificity", "corrects", "retracts", "relations", "tenant_org", "tenant_project",
+               "tenant_agent", "tenant_user", "classification", "source_ref", "interpretation", "data", "context",
+               "trace_ref", "extensions", "content_hash", "path", "blob", "commit", "author", "author_email",
+               "committed_at"]
+
+OBS_COLUMNS = [name for name, _type, _nn in OBS_VERSIONS]
+COMP_COLUMNS = [name for name, _type, _nn in COMP_VERSIONS]
+
+
+def quoted(name: str) -> str:
+    return f'"{name}"' if name == "commit" else name
+
+
+def column_list(names: list[str], alias: str = "") -> str:
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + quoted(name) for name in names)
+
+
+RECORD_COLUMNS = column_list(RECORD)
+
+
+def ddl(table: str, columns: list[tuple[str, str, bool]]) -> str:
+    body = ",\n    ".join(f"{quoted(name)} {kind}{' NOT NULL' if not_null else ''}" for name, kind, not_null in columns)
+    return f"CREATE TABLE {table} (\n    {body}\n);"
+
+
+def arrow_types() -> dict[str, Any]:
+    """Column name → Arrow type for a bulk load (strings where not listed)."""
+    import pyarrow as pa
+
+    text = pa.string()
+    by_sql = {"BIGINT": pa.int64(), "INTEGER": pa.int32(), "TINYINT": pa.int8(), "DOUBLE": pa.float64(),
+              "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"),  # UTC; DuckDB TIMESTAMP
+              "VARCHAR[]": pa.list_(text), RELATION: pa.list_(pa.struct([("type", text), ("target", text)]))}
+    types = {name: by_sql[kind] for name, kind, _nn in OBS_VERSIONS + COMP_VERSIONS if kind in by_sql}
+    types.update(seq=pa.int32(), observation_count=pa.int32(), last_observation_at=pa.timestamp("us"), deleted=pa.bool_())
+    return types
