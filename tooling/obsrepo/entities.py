@@ -1,7 +1,7 @@
 """Entity questions over the index (seed 003): list, find, observations, relationships, timeline.
 
 Every function takes a read-only connection, a `View` (which rows are visible at the commit)
-and the caller's tenant binding, and returns JSON-ready data in the shapes of DESIGN §9.
+and the caller's tenant binding, and returns JSON-ready data in the shapes of docs/design.md §9.
 """
 
 from __future__ import annotations

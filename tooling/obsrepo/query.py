@@ -1,4 +1,4 @@
-"""Scoped queries over the index (DESIGN §6): filters, tenant binding, BM25 text, any commit.
+"""Scoped queries over the index (docs/design.md §6): filters, tenant binding, BM25 text, any commit.
 
 Everything is read-only. Visibility at a commit on the indexed first-parent chain is a range
 test on `added_seq`/`removed_seq`; any other commit (another branch, a newer commit) is that
