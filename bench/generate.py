@@ -22,7 +22,7 @@ What the documents look like (all valid for a strict observation/v1 validator):
   observation in the same or an earlier commit with the same tenant mapping; PART_OF and
   DEPENDS_ON always point from a lower-ranked entity type to a higher one (or, for
   task DEPENDS_ON task, to a task with a smaller creation index), so they are acyclic.
-* ids are `obs-YYYYMMDD-HHMMSS-<first 8 hex of the DESIGN §8 content hash>`; timestamps are
+* ids are `obs-YYYYMMDD-HHMMSS-<first 8 hex of the content hash>` (docs/design.md §2.4); timestamps are
   non-decreasing in commit order (about 3% share the previous document's timestamp, to
   exercise the id tie-break), starting 2026-01-01T00:00:00Z and spread over ~10 months.
 """

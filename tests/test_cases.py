@@ -80,7 +80,7 @@ CLI_CASES = ("yaml-duplicate-key", "id-filename-mismatch", "encoding-bom", "rela
 MISSING_PATH = "observations/2026/02/13/obs-20260213-000000-0404.md"
 MISSING_PATH_ISSUES = [(MISSING_PATH, 1, 1, "VALIDATION_ERROR", "file-missing")]
 
-FRONT_MATTER_LIMIT = 256 * 1024  # DESIGN §8, in bytes between the fences
+FRONT_MATTER_LIMIT = 256 * 1024  # docs/design.md §2.2, in bytes between the fences
 DOCUMENT_LIMIT = 1024 * 1024
 
 

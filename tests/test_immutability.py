@@ -1,4 +1,4 @@
-"""Immutability (DESIGN §2, §7, §8): against a base revision an observation may only be added.
+"""Immutability (docs/design.md §2, §7, §8): against a base revision an observation may only be added.
 
 `check --base REV` compares the merge base of REV and HEAD with the work tree; `check --staged`
 compares git's index with HEAD. Every test asserts the exit code and the exact issues

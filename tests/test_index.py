@@ -1,4 +1,4 @@
-"""`obsrepo index` (DESIGN §5, §7, §8): a DuckDB file built from git objects at a commit.
+"""`obsrepo index` (docs/design.md §5, §7, §8): a DuckDB file built from git objects at a commit.
 
 What is checked, always in real git repositories and real DuckDB files:
 - an index updated incrementally is the same database as a full rebuild at the same commit

@@ -1,4 +1,4 @@
-"""`obsrepo query` (DESIGN §6, §7, §8): filters, order, paging, text search, any commit, tenants.
+"""`obsrepo query` (docs/design.md §6, §7, §8): filters, order, paging, text search, any commit, tenants.
 
 One repository holds a designed data set with history (a retraction commit, a merged side
 branch, an unmerged feature branch, an orphan branch). Most answers are checked through the

@@ -1,4 +1,4 @@
-"""The reducer of DESIGN §4: each rule, and order independence for all inputs."""
+"""The reducer of docs/design.md §4: each rule, and order independence for all inputs."""
 
 import json
 import random

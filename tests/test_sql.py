@@ -1,4 +1,4 @@
-"""`obsrepo sql` (DESIGN §5, §7): one read-only statement over the public tables.
+"""`obsrepo sql` (docs/design.md §5, §7): one read-only statement over the public tables.
 
 The public tables and views hold what the documents say at the indexed commit; any write is
 refused with VALIDATION_ERROR (exit 2) and so is any file access (COPY … TO, read_csv, ATTACH …),

@@ -128,7 +128,7 @@ def _analyze_parallel(items: Iterable[tuple[Listed, bytes]]) -> Iterable[tuple[L
 
 
 def _entity_schemas(root: str) -> list[Issue]:
-    """`schemas/entities/<type>.yaml` files must be valid entity-schema/v1 (DESIGN §4)."""
+    """`schemas/entities/<type>.yaml` files must be valid entity-schema/v1 (docs/design.md §4)."""
     folder = os.path.join(root, "schemas", "entities")
     if not os.path.isdir(folder):
         return []

@@ -1,4 +1,4 @@
-"""Bytes → front matter + body, with the strict YAML policy of DESIGN §2 and §8.
+"""Bytes → front matter + body, with the strict YAML policy of docs/design.md §2 and §8.
 
 The YAML is read by libyaml's event parser (PyYAML's C extension) and composed here, so
 that the policy sees every anchor, alias, tag, key and scalar style with its position:

@@ -1,5 +1,5 @@
 """entity-schema/v1 files (`schemas/entities/<type>.yaml`): per-field reducer policies and the
-date fields that become timeline events (DESIGN §4). Read with the same strict YAML policy."""
+date fields that become timeline events (docs/design.md §4). Read with the same strict YAML policy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Repository rules: what no single document can know about itself (DESIGN §2, §8).
+"""Repository rules: what no single document can know about itself (docs/design.md §2, §8).
 
 Unique ids, duplicate content per tenant, `corrects`/`retracts` targets of the same tenant,
 relation targets that exist for the author's tenant, acyclic PART_OF / DEPENDS_ON, merges

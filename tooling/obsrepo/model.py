@@ -1,4 +1,4 @@
-"""Pydantic models of observation/v1 and comprehension/v1 (DESIGN §2–3, §8).
+"""Pydantic models of observation/v1 and comprehension/v1 (docs/design.md §2–3, §8).
 
 Models are strict: values are never coerced (`"100"` is not a priority, `1700000000` is not
 a timestamp), unknown keys are refused except `x-` extensions, which the reader sets aside

@@ -1,4 +1,4 @@
-"""`obsrepo new`: one valid observation, written where DESIGN §2 says, or a clear refusal."""
+"""`obsrepo new`: one valid observation, written where docs/design.md §2 says, or a clear refusal."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scoped queries over the index (DESIGN §6): filters, paging, BM25 text.
+"""Scoped queries over the index (docs/design.md §6): filters, paging, BM25 text.
 
 Everything reads through a `ReadScope` (scope.py): its `visible` relation already holds the
 rows of the requested commit within the caller's tenant binding, so nothing here filters by

@@ -1,4 +1,4 @@
-"""The reducer of DESIGN §4, in plain Python: the reference every other implementation must equal.
+"""The reducer of docs/design.md §4, in plain Python: the reference every other implementation must equal.
 
 Input: the observations visible at a commit (already bound to the caller's tenant), as
 `Obs` values. Output: a JSON-ready snapshot that depends only on the set of inputs, never on
@@ -96,7 +96,7 @@ class Candidate:
 
 def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, str] | None = None,
                   as_of: str | None = None, at_commit: str | None = None, explain: bool = False) -> dict[str, Any]:
-    """The snapshot of `entity` from the visible observations (DESIGN §4)."""
+    """The snapshot of `entity` from the visible observations (docs/design.md §4)."""
     policies = policies or {}
     every = list(observations)
     gone = retracted_ids(every)

@@ -18,7 +18,7 @@ from .report import Issue
 
 OBSERVATIONS_DIR = "observations/"
 COMPREHENSION_DIR = "comprehension/"
-ACYCLIC_RELATIONS = ("PART_OF", "DEPENDS_ON")  # each acyclic within its own type (DESIGN §8)
+ACYCLIC_RELATIONS = ("PART_OF", "DEPENDS_ON")  # each acyclic within its own type (docs/design.md §8)
 
 @dataclass
 class Analysis:
@@ -47,7 +47,7 @@ def kind_of(path: str) -> str:
 
 
 def content_hash(front: dict[str, Any], body: str) -> str:
-    """DESIGN §8: canonical JSON of the front matter without spec and id, a newline, the body."""
+    """docs/design.md §2.4: canonical JSON of the front matter without spec and id, a newline, the body."""
     core = {k: v for k, v in front.items() if k not in ("spec", "id")}
     canonical = json.dumps(core, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     normalized = body.replace("\r\n", "\n").rstrip()

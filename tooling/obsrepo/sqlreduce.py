@@ -1,4 +1,4 @@
-"""The reducer of DESIGN §4 in DuckDB SQL, for every entity at once.
+"""The reducer of docs/design.md §4 in DuckDB SQL, for every entity at once.
 
 It must give exactly what `reduce.reduce_entity` gives (a property test holds them
 together). Merges and retractions are few and are resolved in Python first (`reduce`);
