@@ -20,7 +20,7 @@ from ..rules import analyze, kind_of, place
 from . import history
 from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .entity_table import refresh_snapshots
-from .store import IndexFiles, damage_errors, load_fts, publish, without_pandas
+from .store import IndexFiles, damage_errors, load_fts, publish, unwritable, without_pandas
 
 PARALLEL_THRESHOLD = 2000
 SMALL_BATCH = 64  # rows inserted with plain parameters rather than through Arrow
@@ -99,8 +99,11 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
     import duckdb
 
     without_pandas()
-    work = files.private_copy(existing is not None)
-    con = duckdb.connect(work)
+    try:
+        work = files.private_copy(existing is not None)
+        con = duckdb.connect(work)
+    except (OSError, duckdb.IOException) as exc:
+        raise unwritable(files.path, exc if isinstance(exc, OSError) else OSError(str(exc))) from None
     try:
         load_fts(con)
         if existing is None:
@@ -122,7 +125,11 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
         files.discard(work)
         raise
     con.close()
-    publish(work, files.path)
+    try:
+        publish(work, files.path)
+    except OSError as exc:
+        files.discard(work)
+        raise unwritable(files.path, exc) from None
     return result
 
 
