@@ -308,3 +308,21 @@ def test_new_explains_the_rule_in_words_and_names_no_file(repo: Repo, args: list
     assert words in error["message"] and "not written" in error["message"]
     assert {i["path"] for i in error["details"]["issues"]} == {"(not written)"}
     assert not (repo.path / "observations").exists()
+
+
+def test_user_mistakes_around_new_and_check_are_never_internal_errors(repo: Repo, tmp_path: Path) -> None:
+    (tmp_path / "latin1.json").write_bytes('{"source": "agent/x", "event": "caf\xe9"}'.encode("latin-1"))
+    cases = [
+        (["new", "--json", str(tmp_path / "missing.json")], 2, "--json"),
+        (["new", "--json", str(tmp_path)], 2, "--json"),
+        (["new", "--json", str(tmp_path / "latin1.json")], 1, "--json"),
+        (["new", "--source", "agent/x", "--event", "e", "--field", "=3"], 2, "--field"),
+    ]
+    for argv, code, parameter in cases:
+        proc = repo.obsrepo(*argv, "--format", "json")
+        error = _envelope(proc)
+        assert (proc.returncode, error["code"], error["details"].get("parameter")) == (code, "VALIDATION_ERROR", parameter), \
+            (argv, proc)
+    (repo.path / "schemas" / "entities" / "company.yaml").mkdir(parents=True)  # a folder named like a schema
+    result = repo.check()
+    assert result.returncode == 1 and result.issues == [("VALIDATION_ERROR", "entity-schema", "schemas/entities/company.yaml")]

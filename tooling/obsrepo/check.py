@@ -146,8 +146,14 @@ def _entity_schemas(root: str) -> list[Issue]:
         path = f"schemas/entities/{name}"
         if not name.endswith((".yaml", ".yml")):
             continue
-        with open(os.path.join(folder, name), "rb") as handle:
-            issues.extend(read_entity_schema(path, handle.read())[1])
+        try:
+            with open(os.path.join(folder, name), "rb") as handle:
+                data = handle.read()
+        except OSError as exc:  # a folder named like a schema, a file that cannot be read
+            issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "entity-schema",
+                                f"the entity schema cannot be read as a file ({exc.strerror or exc})"))
+            continue
+        issues.extend(read_entity_schema(path, data)[1])
     return issues
 
 

@@ -253,8 +253,7 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
     from .new import create, parse_json_object
 
     if json_input is not None:
-        text = sys.stdin.read() if json_input == "-" else open(json_input, encoding="utf-8").read()
-        front = parse_json_object(text, "--json")
+        front = parse_json_object(_read_input(json_input), "--json")
         body = front.pop("body", "") or ""
         if not isinstance(body, str):
             raise errors.InputError("body must be a string", parameter="body")
@@ -268,6 +267,20 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
     else:
         click.echo(created.path)
     return errors.EXIT_OK
+
+
+def _read_input(name: str) -> str:
+    """The text of `--json FILE` (or stdin for -): a file that cannot be read is a bad option
+    value, bytes that are not UTF-8 are bad input."""
+    try:
+        if name == "-":
+            return sys.stdin.read()
+        with open(name, encoding="utf-8") as handle:
+            return handle.read()
+    except UnicodeDecodeError:
+        raise errors.InputError(f"--json {name}: not UTF-8 text", parameter="--json") from None
+    except OSError as exc:
+        raise UsageError(f"--json {name}: cannot be read ({exc.strerror or exc})", parameter="--json") from None
 
 
 def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:

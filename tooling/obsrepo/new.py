@@ -11,7 +11,7 @@ from typing import Any
 from . import emit, errors, graph
 from .cache import AnalysisCache
 from .check import analyze_source
-from .errors import InputError, ObsrepoError
+from .errors import InputError, UsageError
 from .gitstore import Git
 from .model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
 from .report import NOT_WRITTEN, Issue
@@ -103,7 +103,7 @@ def parse_field(text: str) -> tuple[str, Any]:
     otherwise the string as written (`country=NO` stays "NO")."""
     key, sep, raw = text.partition("=")
     if not sep or not key:
-        raise ObsrepoError(f"--field expects key=value, got '{text}'", code=errors.VALIDATION_ERROR)
+        raise UsageError(f"--field expects key=value, got '{text}'", parameter="--field")
     try:
         value = json.loads(raw, parse_constant=_no_constant)
     except ValueError:
