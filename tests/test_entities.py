@@ -101,8 +101,10 @@ def test_entities_find_observations_relations_timeline_history(story):
         ("PART_OF", "invoice/1"), ("DUPLICATE_OF", "company/acme-ltd")}
     assert api.relationships("company/acme", direction="out")["total"] == 0
     near = api.related("invoice/1", hops=3)
-    assert [e["entity_id"] for e in near["entities"]] == ["company/acme", "company/acme-ltd"]
-    assert near["hops_traversed"] == 2
+    assert [e["entity_id"] for e in near["entities"]] == ["company/acme"]  # acme-ltd only through its survivor
+    assert near["hops_traversed"] == 1
+    assert [(r["type"], r["source_entity_id"], r["target_entity_id"]) for r in near["relationships"]] == [
+        ("PART_OF", "invoice/1", "company/acme")]
     events = api.timeline(entity="company/acme")["events"]
     fields = {e["field"] for e in events if e["field"]}
     assert fields == {"founded_on"}  # zip "6560" is no date
@@ -189,3 +191,41 @@ def test_the_snapshots_table_follows_every_update_and_equals_the_snapshot_comman
         assert last.isoformat() + "Z" == answer["last_observation_at"].replace("+00:00", "Z")
     assert json.loads(table[0][2])["vat"] == "GB2"
     assert Repository(str(repo.path), index=str(tmp_path / "incremental.duckdb")).snapshot("invoice/1")["observation_count"] == 0
+
+
+def test_related_goes_100_hops_and_more_and_stops_where_the_graph_ends(repo):
+    chain = [observation(f"obs-20260110-090000-{n:04d}", T1, entity=f"step/{n}",
+                         relations=[{"type": "DEPENDS_ON", "target": f"step/{n + 1}"}] if n < 120 else [])
+             for n in range(121)]
+    repo.add(*chain)
+    repo.commit("a chain of 121 steps")
+    api = Repository(str(repo.path))
+    near = api.related("step/0", hops=100, direction="out")
+    assert near["total_entities"] == 100 and near["hops_traversed"] == 100
+    assert {e["entity_id"] for e in near["entities"]} == {f"step/{n}" for n in range(1, 101)}
+    far = api.related("step/0", hops=1_000_000)
+    assert far["total_entities"] == 120 and far["hops_traversed"] == 120
+    proc = repo.obsrepo("related", "step/60", "--hops", "100", "--format", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["total_entities"] == 120, proc
+    proc = repo.obsrepo("related", "step/0", "--hops", "0", "--format", "json")
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "--hops"
+
+
+def test_related_lists_a_merged_away_entity_only_through_its_survivor(repo):
+    a = observation("obs-20260110-090000-0001", T1, entity="company/acme", fields={"name": "Acme"})
+    old = observation("obs-20260110-090000-0002", T1, entity="company/acme-old", fields={"name": "ACME"})
+    task = observation("obs-20260110-090000-0003", T1, entity="task/1", relations=[{"type": "PART_OF", "target": "company/acme-old"}])
+    person = observation("obs-20260110-090000-0004", T1, entity="person/bo", relations=[{"type": "PART_OF", "target": "company/acme"}])
+    merge = observation("obs-20260210-090000-0005", T2, entity="company/acme-old",
+                        relations=[{"type": "DUPLICATE_OF", "target": "company/acme"}])
+    repo.add(a, old, task, person, merge)
+    repo.commit("a merge")
+    api = Repository(str(repo.path))
+    for start in ("task/1", "person/bo"):
+        near = api.related(start, hops=5)
+        ids = [e["entity_id"] for e in near["entities"]]
+        assert "company/acme-old" not in ids and "company/acme" in ids, (start, ids)
+        assert all("company/acme-old" not in (r["source_entity_id"], r["target_entity_id"]) for r in near["relationships"])
+    assert [e["entity_id"] for e in api.related("task/1", hops=5)["entities"]] == ["company/acme", "person/bo"]
+    from_old = api.related("company/acme-old", hops=1)  # the merged-away start answers as its survivor
+    assert [e["entity_id"] for e in from_old["entities"]] == ["person/bo", "task/1"]

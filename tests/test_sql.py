@@ -266,3 +266,90 @@ def test_a_tenant_bound_caller_cannot_read_other_tenants_through_sql(repo: Repo)
     proc = bound.obsrepo("sql", "SELECT id, tenant_org FROM observations", "--format", "json")
     assert C.id not in proc.stdout and "globex" not in proc.stdout
     assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["code"] == "VALIDATION_ERROR"
+
+
+# --- only queries, and within limits -------------------------------------------------------
+
+def _temporary_objects(repo: Repo) -> list[tuple]:
+    return sql(repo, "SELECT table_name FROM duckdb_tables() WHERE temporary")[1]
+
+
+@pytest.mark.parametrize("statement", [
+    "EXPLAIN ANALYZE CREATE TEMP TABLE t AS SELECT 1 AS x",
+    "/* why not */ explain -- twice\n analyze CREATE TEMP TABLE t AS SELECT 1 AS x",
+    "EXPLAIN ANALYZE INSERT INTO meta VALUES ('x', 'y')",
+    "EXPLAIN CREATE TEMP TABLE t AS SELECT 1 AS x",
+    "CALL checkpoint()",
+    "CALL force_checkpoint()",
+    "SELECT * FROM checkpoint()",
+    "WITH c AS MATERIALIZED (SELECT * FROM \"checkpoint\"()) SELECT * FROM c, meta",
+    "EXPLAIN ANALYZE CALL checkpoint()",
+    "SELECT * FROM query('SELECT * FROM checkpoint()')",
+    "CALL enable_logging()",
+    "CALL truncate_duckdb_logs()",
+], ids=["explain-analyze-temp-table", "comments", "explain-analyze-insert", "explain-temp-table", "call-checkpoint",
+        "call-force-checkpoint", "select-checkpoint", "quoted-in-cte", "explain-analyze-call", "through-query",
+        "logging", "truncate-logs"])
+def test_statements_with_side_effects_are_refused_even_inside_explain(repo: Repo, statement: str) -> None:
+    from obsrepo.errors import UsageError
+
+    before = fingerprint(index_file(repo))
+    with pytest.raises(UsageError) as caught:
+        sql(repo, statement)
+    assert caught.value.code == "VALIDATION_ERROR" and caught.value.exit_code == 2
+    assert "read-only" in caught.value.message or "only reads the index" in caught.value.message, caught.value.message
+    assert fingerprint(index_file(repo)) == before
+
+
+def test_explain_analyze_of_a_query_runs_and_creates_nothing(repo: Repo) -> None:
+    columns, rows = sql(repo, "EXPLAIN ANALYZE SELECT count(*) FROM observations")
+    assert columns == ["explain_key", "explain_value"] and rows[0][0] == "analyzed_plan"
+    assert sql(repo, "CALL pragma_table_info('observations')")[1][0][1] == "id"
+    assert sql(repo, "SELECT * FROM query('SELECT 42 AS x')")[1] == [(42,)]
+    assert _temporary_objects(repo) == []
+
+
+def test_a_long_statement_is_stopped_after_the_timeout(repo: Repo) -> None:
+    import time
+
+    from obsrepo.api import Repository
+    from obsrepo.errors import QueryLimit
+
+    started = time.monotonic()
+    with pytest.raises(QueryLimit) as caught:
+        Repository(str(repo.path)).sql("SELECT count(*) FROM range(1000000000000) a", timeout=0.3)
+    assert time.monotonic() - started < 20
+    assert (caught.value.code, caught.value.exit_code) == ("QUERY_TIMEOUT", 4)
+    assert "0.3 seconds" in caught.value.message and "--timeout" in caught.value.message
+    proc = repo.obsrepo("sql", "SELECT count(*) FROM range(1000000000000) a", "--timeout", "0.3", "--format", "json")
+    assert proc.returncode == 4 and json.loads(proc.stdout)["error"]["code"] == "QUERY_TIMEOUT", proc
+    assert sql(repo, "SELECT 1 AS x") == (["x"], [(1,)])  # the next statement is not interrupted
+
+
+def test_memory_is_bounded(repo: Repo) -> None:
+    from obsrepo.api import Repository
+    from obsrepo.errors import QueryLimit
+
+    api = Repository(str(repo.path))
+    assert api.sql("SELECT current_setting('memory_limit') AS m")[1] == [("953.6 MiB",)]  # 1GB by default
+    assert api.sql("SELECT current_setting('memory_limit') AS m", memory_limit="512mb")[1] == [("488.2 MiB",)]
+    with pytest.raises(QueryLimit) as caught:
+        api.sql("SELECT string_agg(range::VARCHAR, ',') FROM range(20000000)", memory_limit="10MB")
+    assert (caught.value.code, caught.value.exit_code) == ("QUERY_MEMORY_LIMIT", 4)
+    proc = repo.obsrepo("sql", "SELECT string_agg(range::VARCHAR, ',') FROM range(20000000)", "--memory-limit", "10MB")
+    assert proc.returncode == 4 and proc.stderr.startswith("error: QUERY_MEMORY_LIMIT: "), proc
+
+
+@pytest.mark.parametrize("option,value", [("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "nan"),
+                                          ("--memory-limit", "lots"), ("--memory-limit", "0GB"),
+                                          ("--memory-limit", "1GB'; SET x='y")])
+def test_bad_limits_are_refused_naming_the_option(repo: Repo, option: str, value: str) -> None:
+    proc = repo.obsrepo("sql", "SELECT 1", option, value, "--format", "json")
+    assert proc.returncode == 2, proc
+    assert json.loads(proc.stdout)["error"]["details"]["parameter"] == option
+
+
+def test_duckdbs_hints_reach_the_user(repo: Repo) -> None:
+    proc = repo.obsrepo("sql", "SELECT * FROM observatons")
+    assert proc.returncode == 2 and 'Did you mean "observations"' in proc.stderr, proc
+    assert "LINE 1" not in proc.stderr and proc.stderr.count("\n") == 1

@@ -18,7 +18,9 @@ from .query import QueryRequest
 
 
 class Repository:
-    def __init__(self, path: str = ".", *, index: str | None = None, tenant: dict[str, str] | None = None) -> None:
+    def __init__(self, path: str = ".", *, index: str | None = None, tenant: dict[str, str] | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        """`progress(done, total)` is called while a missing or outdated index is built for a read."""
         git = Git.discover(path)
         if git is None:
             raise GitError(f"{os.path.abspath(path)} is not inside a git repository")
@@ -28,6 +30,7 @@ class Repository:
 
         self.index_file = index_path(self.root, index)
         self.tenant = dict(tenant or {})
+        self.progress = progress
 
     # -- index -------------------------------------------------------------------------
     def index(self, rev: str | None = None, *, full: bool = False, strict: bool = False,
@@ -39,26 +42,25 @@ class Repository:
         target = self.git.resolve(rev or "HEAD", "--rev")
         return build_index(self.git, IndexFiles(self.index_file), target, full=full, progress=progress, strict=strict)
 
-    def _reader(self) -> Any:
+    def _reader(self, **settings: Any) -> Any:
         from .index import IndexFiles, reader_at_least
 
-        head = self.git.resolve("HEAD", "--at") if self.git.has_head() else None
-        if head is None:
-            raise GitError("the repository has no commits yet: nothing to index")
-        return reader_at_least(self.git, IndexFiles(self.index_file), head)
+        head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
+        return reader_at_least(self.git, IndexFiles(self.index_file), head, progress=self.progress, **settings)
 
     def _read(self, work: Callable[[Any], Any], at: str | None = None, tenant: dict[str, str] | None = None,
-              scoped: bool = True) -> Any:
+              scoped: bool = True, **settings: Any) -> Any:
         """Run `work(scope)` over a read scope of commit `at` (default: the indexed tip) and the
-        caller's binding (or `tenant`, a narrower one); if DuckDB reports a damaged file on the
-        way (a bad block checksum, a missing table), rebuild the index from git and run it once more."""
+        caller's binding (or `tenant`, a narrower one); `scoped=False` hands `work` the bare
+        connection instead. If DuckDB reports a damaged file on the way (a bad block checksum,
+        a missing table), rebuild the index from git and run it once more."""
         from .index import IndexFiles, build_index
         from .index.store import damage_errors
         from .scope import ReadScope
 
         at_sha = self.git.resolve(at, "--at") if at else None
         for attempt in (1, 2):
-            con = self._reader()
+            con = self._reader(**settings)
             try:
                 if not scoped:
                     return work(con)
@@ -149,11 +151,14 @@ class Repository:
 
         return self._read(lambda scope: history(scope, entity))
 
-    def sql(self, statement: str) -> tuple[list[str], list[tuple]]:
-        """Run one read-only statement; returns (column names, rows)."""
-        from .sql import run_sql
+    def sql(self, statement: str, *, timeout: float = 30.0, memory_limit: str = "1GB") -> tuple[list[str], list[tuple]]:
+        """Run one read-only query; returns (column names, rows). It is interrupted after
+        `timeout` seconds (QUERY_TIMEOUT) and may use `memory_limit` (QUERY_MEMORY_LIMIT)."""
+        from .sql import DEFAULT_TIMEOUT, check_limits, run_sql
 
         if self.tenant:
             raise UsageError("`sql` reads every tenant's rows; it is not available to a tenant-bound caller",
                              parameter="--tenant")
-        return self._read(lambda con: run_sql(con, statement), scoped=False)
+        memory_limit = check_limits(timeout if timeout is not None else DEFAULT_TIMEOUT, memory_limit)
+        return self._read(lambda con: run_sql(con, statement, timeout=timeout, memory_limit=memory_limit),
+                          scoped=False, memory_limit=memory_limit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from . import errors, graph
 from .cache import AnalysisCache
@@ -23,6 +23,7 @@ class CheckRequest:
     paths: tuple[str, ...] = ()
     base: str | None = None
     staged: bool = False
+    progress: Callable[[int, int], None] | None = None  # (documents analysed, documents to analyse)
 
 
 def run_check(request: CheckRequest) -> Report:
@@ -47,7 +48,7 @@ def run_check(request: CheckRequest) -> Report:
     else:
         source = worktree_in_git(git) if git is not None else worktree(root)
     cache = AnalysisCache.open(git)
-    analyses = analyze_source(source, cache)
+    analyses = analyze_source(source, cache, request.progress)
     cache.save()
 
     report = Report()
@@ -90,8 +91,10 @@ def _not_a_file(path: str, mode: str) -> Issue:
                  "a symlink under the document folders; documents are regular files")
 
 
-def analyze_source(source: Source, cache: AnalysisCache) -> dict[str, Analysis]:
-    """Analyse every regular file of `source`, reusing cached results by blob id."""
+def analyze_source(source: Source, cache: AnalysisCache,
+                   progress: Callable[[int, int], None] | None = None) -> dict[str, Analysis]:
+    """Analyse every regular file of `source`, reusing cached results by blob id; `progress` is
+    told how many of the files not in the cache are done."""
     analyses: dict[str, Analysis] = {}
     todo: list[Listed] = []
     for item in source.listed:
@@ -106,9 +109,12 @@ def analyze_source(source: Source, cache: AnalysisCache) -> dict[str, Analysis]:
         results = _analyze_parallel(source.read(todo))
     else:
         results = ((item, analyze(item.path, data)) for item, data in source.read(todo))
-    for item, analysis in results:
+    step = max(1, len(todo) // 100)
+    for done, (item, analysis) in enumerate(results, 1):
         analyses[item.path] = analysis
         cache.put(item.path, item.sha, analysis)
+        if progress and (done % step == 0 or done == len(todo)):
+            progress(done, len(todo))
     return analyses
 
 
@@ -123,8 +129,9 @@ def _analyze_parallel(items: Iterable[tuple[Listed, bytes]]) -> Iterable[tuple[L
     listed = list(items)
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with context.Pool(min(2, os.cpu_count() or 1)) as pool:
-        rows = pool.map(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
-    return [(item, Analysis.from_cache(item.path, row)) for (item, _), row in zip(listed, rows)]
+        rows = pool.imap(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
+        for (item, _), row in zip(listed, rows):  # in order, as each chunk is done (progress moves)
+            yield item, Analysis.from_cache(item.path, row)
 
 
 def _entity_schemas(root: str) -> list[Issue]:
@@ -139,8 +146,14 @@ def _entity_schemas(root: str) -> list[Issue]:
         path = f"schemas/entities/{name}"
         if not name.endswith((".yaml", ".yml")):
             continue
-        with open(os.path.join(folder, name), "rb") as handle:
-            issues.extend(read_entity_schema(path, handle.read())[1])
+        try:
+            with open(os.path.join(folder, name), "rb") as handle:
+                data = handle.read()
+        except OSError as exc:  # a folder named like a schema, a file that cannot be read
+            issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "entity-schema",
+                                f"the entity schema cannot be read as a file ({exc.strerror or exc})"))
+            continue
+        issues.extend(read_entity_schema(path, data)[1])
     return issues
 
 

@@ -12,7 +12,7 @@ import click
 
 from . import errors
 from .errors import ObsrepoError, UsageError
-from .report import printable, text_line
+from .report import NOT_WRITTEN, printable, text_line
 
 FORMATS = click.Choice(["text", "json"])
 
@@ -37,15 +37,69 @@ def handled(func: Callable[..., int]) -> Callable[..., None]:
             raise
         except KeyboardInterrupt:
             code = 130
-        except Exception as exc:  # a bug: still one envelope, never a traceback
-            failure = ObsrepoError(f"internal error: {type(exc).__name__}: {exc}", code=errors.INTERNAL_ERROR)
+        except Exception as exc:  # a bug: still one envelope, never a traceback on screen
             if os.environ.get("OBSREPO_DEBUG"):
                 raise
-            _report_error(failure, as_json)
+            _report_error(_internal_error(exc), as_json)
             code = errors.EXIT_INTERNAL
         sys.exit(code)
 
     return wrapper
+
+
+def _internal_error(exc: BaseException) -> ObsrepoError:
+    """INTERNAL_ERROR naming a log file that holds the traceback, so that a bug can be reported
+    without running the command again."""
+    log = _write_crash_log(exc)
+    where = (f"the details are in {log}; please attach that file to a bug report" if log else
+             "the details could not be written to a log file; OBSREPO_DEBUG=1 shows them")
+    failure = ObsrepoError(f"internal error (a bug in obsrepo): {type(exc).__name__}: {exc}; {where}",
+                           code=errors.INTERNAL_ERROR)
+    if log:
+        failure.details["log"] = log
+    return failure
+
+
+def _write_crash_log(exc: BaseException) -> str | None:
+    """Write the traceback to `.obsrepo/logs/` of the repository, or else the system's temporary
+    folder; the file's path, or None when neither can be written."""
+    import platform
+    import tempfile
+    import time
+    import traceback
+
+    try:
+        from importlib.metadata import version
+
+        from .gitstore import Git
+
+        try:
+            release = version("obsrepo")
+        except Exception:  # noqa: BLE001 - not installed as a distribution
+            release = "unknown"
+        text = (f"obsrepo {release}, Python {platform.python_version()}, {platform.platform()}\n"
+                f"command: {' '.join(sys.argv)}\ncwd: {os.getcwd()}\n\n"
+                + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        name = f"obsrepo-error-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.log"
+        git = Git.discover(os.getcwd())
+        folders = [os.path.join(git.root, ".obsrepo", "logs")] if git else []
+        folders.append(tempfile.gettempdir())
+    except Exception:  # noqa: BLE001 - the report of a bug must not fail in turn
+        return None
+    for folder in folders:
+        try:
+            if os.path.basename(os.path.dirname(folder)) == ".obsrepo":
+                from .index.store import private_folder
+
+                private_folder(os.path.dirname(folder))
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, name)
+            with open(path, "w", encoding="utf-8", errors="backslashreplace") as handle:
+                handle.write(text)
+            return path
+        except Exception:  # noqa: BLE001 - try the next place
+            continue
+    return None
 
 
 def _refuse_undecodable(kwargs: dict[str, Any]) -> None:
@@ -71,7 +125,11 @@ def _report_error(exc: ObsrepoError, as_json: bool) -> None:
         _emit_json(exc.envelope())
         return
     issues = exc.details.get("issues")
-    if issues:
+    if issues and all(issue["path"] == NOT_WRITTEN for issue in issues):  # `new` refused its draft
+        click.echo("error: the observation was not written:", err=True)
+        for issue in issues:
+            click.echo(printable(f"  {issue['code']}: {issue['message']} [{issue['rule']}]"), err=True)
+    elif issues:
         for issue in issues:
             click.echo(text_line(issue["path"], issue["line"], issue["col"], issue["code"], issue["message"], issue["rule"]),
                        err=True)
@@ -84,7 +142,10 @@ class _Group(click.Group):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D401
         kwargs["standalone_mode"] = False
-        argv = kwargs.get("args") or sys.argv[1:]
+        argv = kwargs.get("args")
+        argv = list(argv) if argv is not None else sys.argv[1:]
+        if not argv:  # bare `obsrepo`: the help, as `obsrepo --help` prints it
+            argv = kwargs["args"] = ["--help"]
         try:
             return super().main(*args, **kwargs)
         except click.exceptions.Exit as exc:
@@ -105,29 +166,59 @@ def _wants_json(argv: list[str]) -> bool:
     return False
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="obsrepo")
+def examples(*lines: str) -> str:
+    """A command's epilog: its examples, kept line by line (click's \\b marker)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=examples("obsrepo new --source agent/crm --event \"Acme signed\" --entity company/acme",
+                             "obsrepo check", "obsrepo query --scope task/42 --format full",
+                             "obsrepo snapshot company/acme", "obsrepo COMMAND --help"))
+@click.version_option(package_name="obsrepo", help="Show the version and exit.")
 def main() -> None:
-    """obsrepo: a git repository as a database of observations."""
+    """A git repository as a database of observations.
+
+    Observations are immutable Markdown files with YAML front matter under observations/;
+    `new` writes one, `check` validates the repository (in CI and pre-commit), and the other
+    commands read an index built from git (.obsrepo/index.duckdb, rebuilt when needed).
+
+    Exit codes: 0 ok, 1 problems in the input, 2 a bad option, 3 not found,
+    4 git, the index or a query limit, 5 a bug in obsrepo.
+    """
 
 
-@main.command()
+@main.command(epilog=examples("obsrepo check", "obsrepo check observations/2026/02/13/obs-20260213-102500-0001.md",
+                              "obsrepo check --base origin/main --format github", "obsrepo check --staged"))
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--base", metavar="REV", help="Check immutability against REV (its merge base with HEAD).")
-@click.option("--staged", is_flag=True, help="Check git's index against HEAD (for pre-commit).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
+@click.option("--base", metavar="REV", help="Also refuse changes to existing observations since REV (its merge base with HEAD), "
+                                            "commit by commit.")
+@click.option("--staged", is_flag=True, help="Check what is staged for the next commit against HEAD (for pre-commit).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="text: one line per problem; json: one report object; github: annotations for GitHub Actions.")
 @handled
 def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format: str) -> int:
-    """Validate documents and repository rules; exit 1 when problems are found."""
+    """Validate documents and repository rules; exit 1 on problems.
+
+    Checks every document of the work tree (or only PATHS, though the repository rules always
+    look at the whole tree): YAML, schema, file names and folders, references, duplicates,
+    relation cycles and, with --base or --staged, that no observation was changed or deleted.
+    A repository without commits is checked too.
+    """
     from .check import CheckRequest, run_check
     from .render import render_report
 
-    report = run_check(CheckRequest(os.getcwd(), paths, base, staged))
+    report = run_check(CheckRequest(os.getcwd(), paths, base, staged, progress=_progress_bar("checking")))
     render_report(report, output_format)
     return errors.EXIT_OK if report.ok else errors.EXIT_PROBLEMS
 
 
-@main.command()
+@main.command(epilog=examples(
+    'obsrepo new --source agent/crm --event "Invoice INV-2041 issued" --type invoice.issued \\',
+    "    --entity invoice/inv-2041 --field total=1250 --field currency=EUR --scope company/acme",
+    'obsrepo new --source human/alice --event "Phone number fixed" --entity company/acme \\',
+    "    --field phone=+4420 --corrects obs-20260213-102500-0001",
+    "echo '{\"source\": \"agent/x\", \"event\": \"Seen\", \"body\": \"Details\"}' | obsrepo new --json -"))
 @click.option("--json", "json_input", metavar="FILE", help="Read a JSON object (front matter + optional body) from FILE, or - for stdin.")
 @click.option("--source", help="Who observed: agent/x, agent:x, plugin:telegram, human/alice …")
 @click.option("--event", help="One line: what was observed.")
@@ -136,27 +227,33 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 @click.option("--scope", multiple=True, help="A scope id (repeatable).")
 @click.option("--entity", help="The entity the facts are about: <type>/<key>.")
 @click.option("--field", "fields", multiple=True, metavar="KEY=VALUE", help="A fact about --entity (repeatable; VALUE is JSON when it parses, else text).")
-@click.option("--priority", type=int)
-@click.option("--specificity", type=float)
-@click.option("--corrects", multiple=True, metavar="ID")
-@click.option("--retracts", multiple=True, metavar="ID")
+@click.option("--priority", type=int, help="Source priority: 0 AI extraction, 100 structured (default), 1000 a correction.")
+@click.option("--specificity", type=float, help="0..1: breaks ties between values of equal priority (default 0).")
+@click.option("--corrects", multiple=True, metavar="ID", help="The observation this one corrects (repeatable; priority 1000).")
+@click.option("--retracts", multiple=True, metavar="ID", help="The observation this one withdraws (repeatable).")
 @click.option("--relation", "relations", multiple=True, metavar="TYPE=TARGET", help="e.g. PART_OF=company/acme (repeatable).")
 @click.option("--tenant", metavar="org=…,project=…", help="Ownership: org, project, agent, user.")
-@click.option("--classification", type=click.Choice(["public", "internal", "confidential", "restricted"]))
-@click.option("--source-ref")
-@click.option("--interpretation")
-@click.option("--trace-ref")
+@click.option("--classification", type=click.Choice(["public", "internal", "confidential", "restricted"]),
+              help="Who may read it (default public).")
+@click.option("--source-ref", help="Where the observer found it: a URL, a message id, a file.")
+@click.option("--interpretation", help="How the observer read the source, in one line.")
+@click.option("--trace-ref", help="The run or trace that produced it.")
 @click.option("--data", metavar="JSON", help="Any JSON payload.")
 @click.option("--body", help="Markdown body; - reads it from stdin.")
-@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True)
+@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
+              help="text: the new file's path; json: its id, path and content hash.")
 @handled
 def new(json_input: str | None, output_format: str, **options: Any) -> int:
-    """Write one new observation and print its path."""
+    """Write one new observation and print its path.
+
+    The id and the file name come from the timestamp and the content; nothing is written when
+    the observation would break a rule (the problems are printed instead, exit 1) or repeats
+    one already in the work tree.
+    """
     from .new import create, parse_json_object
 
     if json_input is not None:
-        text = sys.stdin.read() if json_input == "-" else open(json_input, encoding="utf-8").read()
-        front = parse_json_object(text, "--json")
+        front = parse_json_object(_read_input(json_input), "--json")
         body = front.pop("body", "") or ""
         if not isinstance(body, str):
             raise errors.InputError("body must be a string", parameter="body")
@@ -170,6 +267,20 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
     else:
         click.echo(created.path)
     return errors.EXIT_OK
+
+
+def _read_input(name: str) -> str:
+    """The text of `--json FILE` (or stdin for -): a file that cannot be read is a bad option
+    value, bytes that are not UTF-8 are bad input."""
+    try:
+        if name == "-":
+            return sys.stdin.read()
+        with open(name, encoding="utf-8") as handle:
+            return handle.read()
+    except UnicodeDecodeError:
+        raise errors.InputError(f"--json {name}: not UTF-8 text", parameter="--json") from None
+    except OSError as exc:
+        raise UsageError(f"--json {name}: cannot be read ({exc.strerror or exc})", parameter="--json") from None
 
 
 def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -228,26 +339,31 @@ def _tenant_option(value: str | None) -> dict[str, str]:
 def _repository(index: str | None = None, tenant: str | None = None) -> Any:
     from .api import Repository
 
-    return Repository(os.getcwd(), index=index, tenant=_tenant_option(tenant))
+    return Repository(os.getcwd(), index=index, tenant=_tenant_option(tenant), progress=_progress_bar("indexing"))
 
 
 index_option = click.option("--index", "index_path", metavar="PATH", envvar="OBSREPO_INDEX",
-                            help="The index file (default .obsrepo/index.duckdb).")
+                            help="The index file (default .obsrepo/index.duckdb, or OBSREPO_INDEX).")
 tenant_option = click.option("--tenant", metavar="org=…[,project=…]", help="Bind every read to this tenant (or OBSREPO_TENANT).")
 
 
-@main.command("index")
+@main.command("index", epilog=examples("obsrepo index", "obsrepo index --rev v1.2 --index /tmp/v1.duckdb", "obsrepo index --full --strict"))
 @click.option("--rev", default=None, metavar="REV", help="The commit to index (default HEAD).")
 @click.option("--full", is_flag=True, help="Rebuild from scratch instead of updating.")
 @click.option("--strict", is_flag=True, help="Exit 1 (and keep the previous index) if history holds invalid documents.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no warnings.")
 @index_option
-@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True)
+@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
+              help="text: a summary on stderr; json: the result (commit, counts, problems) on stdout.")
 @handled
 def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_path: str | None, output_format: str) -> int:
-    """Build or update the DuckDB index from git objects at REV."""
+    """Build or update the index from git objects at REV.
+
+    The other commands do this themselves when the index is missing or behind HEAD; run it to
+    see the warnings about invalid documents in history, or in CI with --strict.
+    """
     repo = _repository(index_path)
-    progress = None if quiet or output_format == "json" or not sys.stderr.isatty() else _progress_bar()
+    progress = None if quiet or output_format == "json" else _progress_bar("indexing", keep=True)
     result = repo.index(rev, full=full, progress=progress, strict=strict)
     if output_format == "json":
         _emit_json(result.as_dict())
@@ -260,37 +376,49 @@ def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_
     return errors.EXIT_PROBLEMS if strict and result.problems else errors.EXIT_OK
 
 
-def _progress_bar() -> Callable[[int, int], None]:
+def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] | None:
+    """A progress bar on stderr when stderr is a terminal (None otherwise: pipes, CI and logs
+    stay clean). When done it stays on its own line with `keep`, else it is wiped."""
+    if not sys.stderr.isatty():
+        return None
+
     def show(done: int, total: int) -> None:
         width = 30
         filled = width * done // max(total, 1)
-        sys.stderr.write(f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {100 * done // max(total, 1):3d}%")
+        line = f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {100 * done // max(total, 1):3d}%"
+        sys.stderr.write(line)
         if done >= total:
-            sys.stderr.write("\n")
+            sys.stderr.write("\n" if keep else "\r" + " " * (len(line) - 1) + "\r")
         sys.stderr.flush()
 
     return show
 
 
-@main.command()
+@main.command(epilog=examples("obsrepo query --scope task/42", "obsrepo query --type task.updated --after 2026-02-01 --format full",
+                              'obsrepo query --text "payment overdue" --tenant org=northwind --format json',
+                              "obsrepo query --source agent: --at v1.2 --order asc --limit 100"))
 @click.option("--scope", "scopes", multiple=True, help="A scope id (repeatable; matches ANY).")
 @click.option("--type", "type_", help="Exact event type.")
 @click.option("--source", help="Source prefix, taken literally (agent: matches agent:x).")
 @click.option("--after", help="From this time on (inclusive): ISO 8601 with a timezone, or a date.")
 @click.option("--before", help="Before this time (exclusive).")
 @click.option("--entity", help="Observations about this entity.")
-@click.option("--org")
-@click.option("--project")
-@click.option("--agent")
-@click.option("--user")
-@click.option("--max-classification", type=click.Choice(["public", "internal", "confidential", "restricted"]))
-@click.option("--text", help="Full-text search (BM25) over event and body.")
+@click.option("--org", help="Only observations whose tenant has this org.")
+@click.option("--project", help="Only observations whose tenant has this project.")
+@click.option("--agent", help="Only observations whose tenant has this agent.")
+@click.option("--user", help="Only observations whose tenant has this user.")
+@click.option("--max-classification", type=click.Choice(["public", "internal", "confidential", "restricted"]),
+              help="Leave out anything classified above this level.")
+@click.option("--text", help="Full-text search (BM25) over event and body; the best matches first.")
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
-@click.option("--include-retracted", is_flag=True)
-@click.option("--limit", type=int, default=50, show_default=True)
-@click.option("--offset", type=int, default=0, show_default=True)
-@click.option("--order", type=click.Choice(["desc", "asc"]), default="desc", show_default=True)
-@click.option("--format", "output_format", type=click.Choice(["short", "full", "json", "jsonl"]), default="short", show_default=True)
+@click.option("--include-retracted", is_flag=True, help="Also list observations that were retracted.")
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many (1..1000).")
+@click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first (for the next page).")
+@click.option("--order", type=click.Choice(["desc", "asc"]), default="desc", show_default=True,
+              help="By timestamp then id: newest first (desc) or oldest first (asc).")
+@click.option("--format", "output_format", type=click.Choice(["short", "full", "json", "jsonl"]), default="short", show_default=True,
+              help="short: one line each; full: source, body, data and scopes too; json: one page object; "
+                   "jsonl: one record per line.")
 @tenant_option
 @index_option
 @handled
@@ -298,7 +426,11 @@ def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after:
           entity: str | None, org: str | None, project: str | None, agent: str | None, user: str | None,
           max_classification: str | None, text: str | None, at: str | None, include_retracted: bool, limit: int,
           offset: int, order: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
-    """Scoped queries over observations (seed 002's output modes)."""
+    """Observations that match every filter given, newest first.
+
+    Builds or updates the index first when it is missing or behind HEAD.
+    Prints "No observations found." (short and full) when nothing matches.
+    """
     from .query import QueryRequest, parse_time
     from .render import render_observations
 
@@ -315,32 +447,51 @@ def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after:
     return errors.EXIT_OK
 
 
-@main.command()
+@main.command(epilog=examples('obsrepo sql "SELECT type, count(*) AS n FROM observations GROUP BY ALL ORDER BY n DESC"',
+                              'obsrepo sql "DESCRIBE observations"', 'obsrepo sql "SHOW TABLES" --format json',
+                              'obsrepo sql "SELECT * FROM entity_snapshots" --format csv --timeout 120 --memory-limit 4GB'))
 @click.argument("statement")
-@click.option("--format", "output_format", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="table: aligned columns; csv: with a header row; json: an array of row objects.")
+@click.option("--timeout", type=float, default=30.0, show_default=True, metavar="SECONDS",
+              help="Stop the statement after this long (QUERY_TIMEOUT, exit 4).")
+@click.option("--memory-limit", default="1GB", show_default=True, metavar="AMOUNT",
+              help="The most memory the statement may use, e.g. 512MB, 4GB (QUERY_MEMORY_LIMIT, exit 4).")
 @index_option
 @handled
-def sql(statement: str, output_format: str, index_path: str | None) -> int:
-    """Run one read-only SQL statement against the index."""
+def sql(statement: str, output_format: str, timeout: float, memory_limit: str, index_path: str | None) -> int:
+    """Run one read-only SQL query against the index.
+
+    One query at a time (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN [ANALYZE] of a query,
+    CALL of a table function without side effects); writes, settings and file access are refused.
+    Reads every tenant's rows, so it is refused to a tenant-bound caller.
+    """
     from .sql import render
 
-    columns, rows = _repository(index_path).sql(statement)
+    columns, rows = _repository(index_path).sql(statement, timeout=timeout, memory_limit=memory_limit)
     click.echo(render(columns, rows, output_format))
     return errors.EXIT_OK
 
 
-@main.command()
+@main.command(epilog=examples("obsrepo snapshot company/acme", "obsrepo snapshot company/acme --as-of 2026-03-01 --format text",
+                              "obsrepo snapshot company/acme --at HEAD~3 --explain"))
 @click.argument("entity")
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
 @click.option("--as-of", metavar="TIME", help="Only observations with timestamp ≤ TIME (valid time).")
 @click.option("--explain", is_flag=True, help="Every candidate value per field, and the rule that decided.")
-@click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
+              help="json: the snapshot object; text: one line per field with its source.")
 @tenant_option
 @index_option
 @handled
 def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, output_format: str,
              tenant: str | None, index_path: str | None) -> int:
-    """The entity as its observations say it is, with per-field provenance."""
+    """ENTITY as its observations say it is, field by field.
+
+    ENTITY is type/key (company/acme); each field comes with the observation it came from. Per field the value of the highest priority wins, then the most specific, then the latest;
+    corrections win over everything else, retracted observations do not count, and an entity
+    merged into another (DUPLICATE_OF) answers with the survivor.
+    """
     result = _repository(index_path, tenant).snapshot(entity, at=at, as_of=as_of, explain=explain)
     if output_format == "json":
         _emit_json(result)
@@ -351,17 +502,21 @@ def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, outp
     return errors.EXIT_OK
 
 
-@main.command()
+@main.command(epilog=examples("obsrepo provenance company/acme phone", "obsrepo provenance company/acme phone --format text"))
 @click.argument("entity")
 @click.argument("field")
-@click.option("--at", metavar="REV")
-@click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True)
+@click.option("--at", metavar="REV", help="The repository as it was at REV.")
+@click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
+              help="json: one object; text: one line per key.")
 @tenant_option
 @index_option
 @handled
 def provenance(entity: str, field: str, at: str | None, output_format: str, tenant: str | None,
                index_path: str | None) -> int:
-    """Where a snapshot field came from: observation, file, commit, author."""
+    """Where FIELD of ENTITY's snapshot came from.
+
+    The winning observation, its file, the commit that added it, its author, and the rule that decided.
+    """
     result = _repository(index_path, tenant).provenance(entity, field, at=at)
     if output_format == "json":
         _emit_json(result)
@@ -381,8 +536,11 @@ def _json_out(result: Any, output_format: str) -> int:
     return errors.EXIT_OK
 
 
-json_or_text = click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="text", show_default=True)
-paging = [click.option("--limit", type=int, default=50, show_default=True), click.option("--offset", type=int, default=0)]
+json_or_text = click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="text", show_default=True,
+                            help="text: readable lines; json: the full result object.")
+at_option = click.option("--at", metavar="REV", help="The repository as it was at REV.")
+paging = [click.option("--limit", type=int, default=50, show_default=True, help="At most this many (1..1000)."),
+          click.option("--offset", type=int, default=0, help="Skip this many first (for the next page).")]
 
 
 def _paged(func: Callable) -> Callable:
@@ -391,111 +549,136 @@ def _paged(func: Callable) -> Callable:
     return func
 
 
-@main.command()
-@click.option("--type", "entity_type")
+@main.command(epilog=examples("obsrepo entities", "obsrepo entities --type invoice --limit 10 --format json"))
+@click.option("--type", "entity_type", help="Only entities of this type (the part before the slash).")
 @_paged
-@click.option("--at", metavar="REV")
+@at_option
 @json_or_text
 @tenant_option
 @index_option
 @handled
 def entities(entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str, tenant: str | None,
              index_path: str | None) -> int:
-    """Entities with their snapshots, by entity id (retrieve_entities)."""
+    """Entities with their snapshots, by entity id.
+
+    An entity merged into another (DUPLICATE_OF) lives on in its survivor and is not listed.
+    """
     return _json_out(_repository(index_path, tenant).entities(entity_type, limit=limit, offset=offset, at=at), output_format)
 
 
-@main.command()
+@main.command(epilog=examples('obsrepo find "ACME Corp."', "obsrepo find billing@acme.example --type company --format json"))
 @click.argument("identifier")
-@click.option("--type", "entity_type")
+@click.option("--type", "entity_type", help="Only entities of this type.")
 @_paged
-@click.option("--at", metavar="REV")
+@at_option
 @json_or_text
 @tenant_option
 @index_option
 @handled
 def find(identifier: str, entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str,
          tenant: str | None, index_path: str | None) -> int:
-    """Entities by key, name, email or another identifying field (case and punctuation ignored)."""
+    """Entities by key, name, email or other identifying field.
+
+    IDENTIFIER is compared with case, accents, white space and punctuation ignored.
+    """
     result = _repository(index_path, tenant).find(identifier, entity_type, limit=limit, offset=offset, at=at)
     return _json_out(result, output_format)
 
 
-@main.command()
+@main.command(epilog=examples("obsrepo observations company/acme", "obsrepo observations company/acme --limit 10 --offset 10"))
 @click.argument("entity")
 @_paged
-@click.option("--at", metavar="REV")
+@at_option
 @json_or_text
 @tenant_option
 @index_option
 @handled
 def observations(entity: str, limit: int, offset: int, at: str | None, output_format: str, tenant: str | None,
                  index_path: str | None) -> int:
-    """The observations about an entity (merged entities included), newest first."""
+    """The observations about ENTITY, newest first.
+
+    Observations of entities merged into ENTITY are included.
+    """
     return _json_out(_repository(index_path, tenant).observations(entity, limit=limit, offset=offset, at=at), output_format)
 
 
-@main.command()
+@main.command(epilog=examples("obsrepo relations company/acme", "obsrepo relations invoice/inv-2041 --relation PART_OF --direction out"))
 @click.argument("entity")
 @click.option("--relation", "types", multiple=True, help="Only this relation type (repeatable).")
-@click.option("--direction", type=click.Choice(["in", "out", "both"]), default="both", show_default=True)
-@click.option("--at", metavar="REV")
+@click.option("--direction", type=click.Choice(["in", "out", "both"]), default="both", show_default=True,
+              help="out: ENTITY's own relations; in: those pointing at it; both.")
+@at_option
 @json_or_text
 @tenant_option
 @index_option
 @handled
 def relations(entity: str, types: tuple[str, ...], direction: str, at: str | None, output_format: str,
               tenant: str | None, index_path: str | None) -> int:
-    """The entity's relationships (list_relationships)."""
+    """The relationships of ENTITY.
+
+    Both directions unless --direction says otherwise; retracted relations do not count.
+    """
     result = _repository(index_path, tenant).relationships(entity, direction=direction, types=types, at=at)
     return _json_out(result, output_format)
 
 
-@main.command()
+@main.command(epilog=examples("obsrepo related company/acme", "obsrepo related task/44 --hops 3 --relation DEPENDS_ON --direction out"))
 @click.argument("entity")
 @click.option("--relation", "types", multiple=True, help="Follow only this relation type (repeatable).")
-@click.option("--direction", type=click.Choice(["in", "out", "both"]), default="both", show_default=True)
-@click.option("--hops", type=int, default=1, show_default=True)
-@click.option("--at", metavar="REV")
+@click.option("--direction", type=click.Choice(["in", "out", "both"]), default="both", show_default=True,
+              help="Follow relations outwards, inwards or both.")
+@click.option("--hops", type=int, default=1, show_default=True, help="How many relations away to go (1 or more).")
+@at_option
 @json_or_text
 @tenant_option
 @index_option
 @handled
 def related(entity: str, types: tuple[str, ...], direction: str, hops: int, at: str | None, output_format: str,
             tenant: str | None, index_path: str | None) -> int:
-    """Entities reachable through relationships, each once, up to --hops away."""
+    """Entities reachable from ENTITY through relationships.
+
+    Each entity is listed once, up to --hops relations away; a merged-away entity is listed
+    only as the entity it was merged into.
+    """
     result = _repository(index_path, tenant).related(entity, types=types, direction=direction, hops=hops, at=at)
     return _json_out(result, output_format)
 
 
-@main.command()
-@click.option("--entity")
-@click.option("--event-type")
-@click.option("--after")
-@click.option("--before")
-@click.option("--limit", type=int, default=1000, show_default=True)
-@click.option("--offset", type=int, default=0)
-@click.option("--at", metavar="REV")
+@main.command(epilog=examples("obsrepo timeline --entity invoice/inv-2041", "obsrepo timeline --event-type PaymentDue --after 2026-03-01"))
+@click.option("--entity", help="Only events of this entity.")
+@click.option("--event-type", help="Only events of this type (InvoiceIssued, PaymentDue, an observation type …).")
+@click.option("--after", help="From this time on (inclusive): ISO 8601 with a timezone, or a date.")
+@click.option("--before", help="Before this time (exclusive).")
+@click.option("--limit", type=int, default=1000, show_default=True, help="At most this many (1..1000).")
+@click.option("--offset", type=int, default=0, help="Skip this many first (for the next page).")
+@at_option
 @json_or_text
 @tenant_option
 @index_option
 @handled
 def timeline(entity: str | None, event_type: str | None, after: str | None, before: str | None, limit: int, offset: int,
              at: str | None, output_format: str, tenant: str | None, index_path: str | None) -> int:
-    """Events from date-valued fields and observation times, newest first."""
+    """Events from date fields and observation times, newest first.
+
+    A snapshot field holding an ISO date (invoice_date → InvoiceIssued) is an event, and so is
+    each observation at its own timestamp (with its type).
+    """
     result = _repository(index_path, tenant).timeline(entity=entity, event_type=event_type, after=after, before=before,
                                                       limit=limit, offset=offset, at=at)
     return _json_out(result, output_format)
 
 
-@main.command()
+@main.command(epilog=examples("obsrepo history company/acme", "obsrepo history company/acme --format json"))
 @click.argument("entity")
 @json_or_text
 @tenant_option
 @index_option
 @handled
 def history(entity: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
-    """How the entity's snapshot changed, commit by commit, and by which observation."""
+    """How ENTITY's snapshot changed, commit by commit.
+
+    Every field that changed, with the commit, its author and the observation that changed it.
+    """
     return _json_out(_repository(index_path, tenant).history(entity), output_format)
 
 

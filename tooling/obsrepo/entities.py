@@ -143,36 +143,48 @@ def relationships(scope: ReadScope, entity: str, direction: str = "both", types:
 
 def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), direction: str = "both",
             hops: int = 1) -> dict[str, Any]:
-    """Breadth-first over relationships; terminates on cycles, lists each entity once."""
-    if not 1 <= hops <= 10:
-        raise UsageError("--hops must be between 1 and 10", parameter="--hops")
+    """Breadth-first over relationships, each entity once. Entities are taken as their survivors:
+    a merged-away entity is reached, and listed, only as the entity it was merged into (its
+    relationships count for the survivor; the merge itself is no step). The visited set ends
+    the walk, so any `hops` ≥ 1 terminates, cycles included."""
+    from .reduce import survivor
+
+    if hops < 1:
+        raise UsageError("--hops must be at least 1", parameter="--hops")
     if direction not in ("in", "out", "both"):
         raise UsageError("--direction is in, out or both", parameter="--direction")
-    snapshot(scope, entity)  # ENTITY_NOT_FOUND for an unknown start
-    edges = [e for e in _edges(scope) if not types or e["type"] in types]
-    seen = {entity}
-    frontier = [entity]
+    start = snapshot(scope, entity)["entity_id"]  # ENTITY_NOT_FOUND for an unknown start; merges
+    merges = _merges(scope)
+    steps: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for edge in _edges(scope):
+        if types and edge["type"] not in types:
+            continue
+        source, target = survivor(edge["source_entity_id"], merges), survivor(edge["target_entity_id"], merges)
+        if source == target:
+            continue  # a merge (or a relation inside one merged entity) leads nowhere new
+        edge = dict(edge, source_entity_id=source, target_entity_id=target)
+        if direction in ("out", "both"):
+            steps.setdefault(source, []).append((target, edge))
+        if direction in ("in", "both"):
+            steps.setdefault(target, []).append((source, edge))
+    seen = {start}
+    frontier = [start]
     used: dict[tuple, dict] = {}
     deepest = 0
-    for hop in range(1, hops + 1):
-        following = []
-        for edge in edges:
-            ends = []
-            if direction in ("out", "both") and edge["source_entity_id"] in frontier:
-                ends.append(edge["target_entity_id"])
-            if direction in ("in", "both") and edge["target_entity_id"] in frontier:
-                ends.append(edge["source_entity_id"])
-            for end in ends:
+    hop = 0
+    while frontier and hop < hops:
+        hop += 1
+        following = set()
+        for here in frontier:
+            for end, edge in steps.get(here, ()):
                 used[(edge["observation_id"], edge["type"], edge["source_entity_id"], edge["target_entity_id"])] = edge
                 if end not in seen:
                     seen.add(end)
-                    following.append(end)
+                    following.add(end)
         if following:
             deepest = hop
-        frontier = sorted(set(following))
-        if not frontier:
-            break
-    others = sorted(seen - {entity})
+        frontier = sorted(following)
+    others = sorted(seen - {start})
     rels = sorted(used.values(), key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
     return {"entities": _summaries(scope, others), "relationships": rels,
             "total_entities": len(others), "total_relationships": len(rels), "hops_traversed": deepest}

@@ -5,6 +5,7 @@
     ├── NotFoundError             REF_NOT_FOUND, ENTITY_NOT_FOUND, FIELD_NOT_FOUND (exit 3)
     ├── InputError                problems found in the input (exit 1)
     └── EnvironmentFault          GIT_ERROR, INDEX_ERROR (exit 4)
+        └── QueryLimit            QUERY_TIMEOUT, QUERY_MEMORY_LIMIT: `sql` ran out of time or memory
 
 Anything else that escapes is a bug: INTERNAL_ERROR, exit 5.
 This module imports nothing of ours.
@@ -26,6 +27,8 @@ CYCLE_DETECTED = "CYCLE_DETECTED"
 ENTITY_ALREADY_MERGED = "ENTITY_ALREADY_MERGED"
 INDEX_ERROR = "INDEX_ERROR"
 GIT_ERROR = "GIT_ERROR"
+QUERY_TIMEOUT = "QUERY_TIMEOUT"
+QUERY_MEMORY_LIMIT = "QUERY_MEMORY_LIMIT"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 
 EXIT_OK = 0
@@ -83,3 +86,10 @@ class GitError(EnvironmentFault):
 
 class IndexFault(EnvironmentFault):
     code = INDEX_ERROR
+
+
+class QueryLimit(EnvironmentFault):
+    """A statement stopped by a limit the caller set (`--timeout`, `--memory-limit`): the
+    statement is not wrong, and the same one succeeds with a larger limit."""
+
+    code = QUERY_TIMEOUT

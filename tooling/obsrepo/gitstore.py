@@ -16,6 +16,7 @@ from .errors import GitError, NotFoundError
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 NULL_SHA = "0" * 40
+NO_COMMITS = "the repository has no commits yet: commit the documents first (git add, git commit)"
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,15 @@ class Git:
 
     def resolve(self, rev: str, parameter: str = "rev") -> str:
         """A full commit sha for `rev`: REF_NOT_FOUND if the name does not resolve,
-        GIT_ERROR if the repository is shallow and the commit may simply be missing."""
+        GIT_ERROR if the repository has no commits at all (or HEAD names none) or is shallow
+        and the commit may simply be missing."""
         if rev.startswith("-") or not rev or "\x00" in rev:
             raise NotFoundError(f"revision '{rev}' does not exist", parameter=parameter, rev=rev)
         out = self.run("rev-parse", "--verify", "-q", "--end-of-options", f"{rev}^{{commit}}", check=False).strip()
         if out:
             return out.decode()
+        if not self.has_head() and (rev == "HEAD" or not self.run("for-each-ref", "--count=1", check=False).strip()):
+            raise GitError(NO_COMMITS, parameter=parameter, rev=rev)
         if self.is_shallow():
             raise GitError(
                 f"revision '{rev}' is not in this shallow clone; fetch the full history "

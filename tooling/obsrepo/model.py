@@ -95,7 +95,8 @@ def _id_list(value: Any) -> list[str]:
         raise _fail("wrong-type", "must be an observation id or a non-empty list of them")
     for item in items:
         if not isinstance(item, str) or not _OBS_ID.fullmatch(item):
-            raise _fail("invalid-format", "'{item}' is not an observation id (obs-…)", item=str(item)[:100])
+            raise _fail("invalid-format", "'{item}' is not an observation id: ids look like obs-<lowercase letters "
+                        "and digits>, in parts joined by single hyphens (obs-20260213-102500-0001)", item=str(item)[:100])
     if len(set(items)) != len(items):
         raise _fail("duplicate-value", "the same id is listed twice")
     return list(items)

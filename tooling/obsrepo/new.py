@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
 from . import emit, errors, graph
 from .cache import AnalysisCache
 from .check import analyze_source
-from .errors import InputError, ObsrepoError
+from .errors import InputError, UsageError
 from .gitstore import Git
 from .model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
-from .report import Issue
+from .report import NOT_WRITTEN, Issue
 from .rules import analyze, content_hash
 from .document import read_document
 from .sources import worktree
@@ -31,11 +31,14 @@ class Created:
 
 
 class DocumentRefused(InputError):
-    """The observation would be invalid; `issues` says why, with the usual codes."""
+    """The observation would be invalid; `issues` says why, with the usual codes. Nothing was
+    written, so the issues name no file: their path is "(not written)"."""
 
     def __init__(self, issues: list[Issue]) -> None:
+        issues = [replace(i, path=NOT_WRITTEN) for i in issues]
         first = issues[0]
-        super().__init__(first.message, code=first.code, issues=[i.as_dict() for i in issues])
+        super().__init__(f"the observation was not written: {first.message}", code=first.code,
+                         issues=[i.as_dict() for i in issues])
         self.issues = issues
 
 
@@ -56,7 +59,7 @@ def create(root: str, front: dict[str, Any], body: str = "", now: datetime | Non
             raise InputError(f"timestamp: {exc}", parameter="timestamp") from None
     try:
         draft = emit.document({"spec": OBSERVATION_SPEC, **front}, body)
-        read_back = read_document("draft.md", draft.encode("utf-8"))
+        read_back = read_document(NOT_WRITTEN, draft.encode("utf-8"))
     except UnicodeEncodeError:
         raise InputError("the input holds text that is not valid Unicode", parameter="body") from None
     if read_back.front is None:
@@ -100,7 +103,7 @@ def parse_field(text: str) -> tuple[str, Any]:
     otherwise the string as written (`country=NO` stays "NO")."""
     key, sep, raw = text.partition("=")
     if not sep or not key:
-        raise ObsrepoError(f"--field expects key=value, got '{text}'", code=errors.VALIDATION_ERROR)
+        raise UsageError(f"--field expects key=value, got '{text}'", parameter="--field")
     try:
         value = json.loads(raw, parse_constant=_no_constant)
     except ValueError:

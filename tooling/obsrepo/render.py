@@ -30,12 +30,14 @@ def render_report(report: Report, output_format: str) -> None:
             click.echo(i.as_text())
     errors = sum(1 for i in issues if i.severity == "error")
     summary = f"checked {report.checked} document{'s' if report.checked != 1 else ''}: "
+    if not report.checked:
+        summary = "no documents found (observations live under observations/, beliefs under comprehension/): "
     summary += "ok" if report.ok else f"{errors} problem{'s' if errors != 1 else ''}"
     click.echo(summary, err=True)
 
 
 def _stamp_ms(iso: str) -> str:
-    """`2026-02-13T10:25:00Z` → `2026-02-13T10:25:00.000Z` (seed 002's short and full modes)."""
+    """`2026-02-13T10:25:00Z` → `2026-02-13T10:25:00.000Z` (the short and full modes)."""
     from datetime import datetime
 
     moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
@@ -43,7 +45,7 @@ def _stamp_ms(iso: str) -> str:
 
 
 def render_observations(page: dict, output_format: str) -> str:
-    """Seed 002's output modes: short, full, json, jsonl."""
+    """The output modes of `query`: short, full, json, jsonl."""
     records = page["observations"]
     if output_format == "json":
         return json.dumps(page, ensure_ascii=False)
@@ -60,7 +62,7 @@ def render_observations(page: dict, output_format: str) -> str:
         if body:
             lines.append(body)
         if r["data"] is not None:
-            lines.append(json.dumps(r["data"], ensure_ascii=False))
+            lines.append(json.dumps(r["data"], ensure_ascii=False, separators=(",", ":")))  # compact: {"status":"new"}
         if r["scope"]:
             lines.append("scopes: " + ", ".join(r["scope"]))
         entries.append("\n".join(lines))

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 ERROR = "error"
 WARNING = "warning"
 
+NOT_WRITTEN = "(not written)"  # the path of a problem of a document `new` refused: no file names it
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
 
 

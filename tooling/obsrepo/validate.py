@@ -10,7 +10,10 @@ from pydantic import ValidationError
 from . import errors
 from .document import Document, read_document
 from .model import (
+    COMPREHENSION_ID,
     COMPREHENSION_SPEC,
+    ENTITY_ID,
+    OBSERVATION_ID,
     OBSERVATION_SPEC,
     Comprehension,
     Observation,
@@ -32,6 +35,25 @@ _RULES = {
     "too_short": "empty-value",
     "greater_than_equal": "out-of-range",
     "less_than_equal": "out-of-range",
+}
+
+_OBS_ID_WORDS = "must look like obs-<lowercase letters and digits>, in parts joined by single hyphens " \
+                "(obs-20260213-102500-0001)"
+# the patterns of the models, said in words (the messages name the field first)
+_PATTERN_WORDS = {
+    OBSERVATION_ID: _OBS_ID_WORDS,
+    COMPREHENSION_ID: "must look like comp-<lowercase letters and digits>, in parts joined by single hyphens "
+                      "(comp-acme-pricing)",
+    ENTITY_ID: "must be <type>/<key>: a type of lowercase letters, digits and _ that starts with a letter, "
+               "a slash, then a key without spaces that does not start with a slash (company/acme)",
+    r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]*$": "must start with a letter or digit and hold only letters, digits and "
+                                          "_ . : / @ + - (no spaces), e.g. agent/x, plugin:telegram, human/alice",
+    r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$": "must start with a letter or digit and hold only letters, digits and "
+                                       "_ . : - (no spaces), e.g. task.updated or task:updated",
+    r"^[A-Za-z_][A-Za-z0-9_]*$": "is not a field name: field names start with a letter or _ and hold only "
+                                 "letters, digits and _",
+    r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$": "must start with a letter or digit and hold only letters, digits and "
+                                       "_ . : @ - (no spaces)",
 }
 
 
@@ -151,6 +173,10 @@ def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
             message = f"required key '{where}' is missing"
         elif kind in ("string_too_long", "too_long") and isinstance(err.get("input"), str):
             message = f"{where}: longer than {err['ctx']['max_length']} characters"
+        elif kind == "string_pattern_mismatch":
+            pattern = (err.get("ctx") or {}).get("pattern", "")
+            words = _PATTERN_WORDS.get(pattern, f"does not have the required form ({pattern})")
+            message = f"{where} {words}" if loc else words
         elif loc:
             message = f"{where}: {err['msg']}"
         else:

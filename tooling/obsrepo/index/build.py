@@ -22,7 +22,7 @@ from .columns import COMP_COLUMNS, OBS_COLUMNS, arrow_types
 from .plan import UpdatePlan, plan_update
 from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .entity_table import refresh_snapshots
-from .store import IndexFiles, damage_errors, load_fts, publish, without_pandas
+from .store import IndexFiles, damage_errors, load_fts, publish, unwritable, without_pandas
 
 PARALLEL_THRESHOLD = 2000
 SMALL_BATCH = 64  # rows inserted with plain parameters rather than through Arrow
@@ -87,8 +87,11 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
     import duckdb
 
     without_pandas()
-    work = files.private_copy(existing is not None)
-    con = duckdb.connect(work)
+    try:
+        work = files.private_copy(existing is not None)
+        con = duckdb.connect(work)
+    except (OSError, duckdb.IOException) as exc:
+        raise unwritable(files.path, exc if isinstance(exc, OSError) else OSError(str(exc))) from None
     try:
         load_fts(con)
         if existing is None:
@@ -110,7 +113,11 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
         files.discard(work)
         raise
     con.close()
-    publish(work, files.path)
+    try:
+        publish(work, files.path)
+    except OSError as exc:
+        files.discard(work)
+        raise unwritable(files.path, exc) from None
     return result
 
 

@@ -60,6 +60,23 @@ def damage_errors() -> tuple[type[BaseException], ...]:
             duckdb.SerializationException, duckdb.FatalException)
 
 
+def private_folder(folder: str) -> None:
+    """Create `folder`; a `.obsrepo` folder gets a .gitignore, for nothing in it belongs in git."""
+    os.makedirs(folder, exist_ok=True)
+    ignore = os.path.join(folder, ".gitignore")
+    if os.path.basename(folder) == ".obsrepo" and not os.path.exists(ignore):
+        with open(ignore, "w", encoding="utf-8") as handle:
+            handle.write("# written by obsrepo: the index is derived from git and never committed\n*\n")
+
+
+def unwritable(path: str, exc: OSError) -> IndexFault:
+    """INDEX_ERROR for an index file that cannot be created or replaced where it was asked for."""
+    reason = exc.strerror or str(exc)
+    where = f" ({exc.filename})" if exc.filename and exc.filename != path else ""
+    return IndexFault(f"the index cannot be created at {path}: {reason}{where}; choose another place with "
+                      "--index PATH or OBSREPO_INDEX", path=path)
+
+
 class IndexFiles:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -69,13 +86,15 @@ class IndexFiles:
     def writer_lock(self) -> Iterator[None]:
         import fcntl
 
-        folder = os.path.dirname(self.path)
-        os.makedirs(folder, exist_ok=True)
-        ignore = os.path.join(folder, ".gitignore")
-        if os.path.basename(folder) == ".obsrepo" and not os.path.exists(ignore):
-            with open(ignore, "w", encoding="utf-8") as handle:  # the index never belongs in git
-                handle.write("# written by obsrepo: the index is derived from git and never committed\n*\n")
-        with open(self.lock_path, "a+") as handle:
+        if os.path.exists(self.path) and not os.path.isfile(self.path):  # a folder, a device, a pipe…
+            raise IndexFault(f"the index cannot be created at {self.path}: something that is not a regular "
+                             "file is there; choose another place with --index PATH or OBSREPO_INDEX", path=self.path)
+        try:
+            private_folder(os.path.dirname(self.path))
+            handle = open(self.lock_path, "a+")
+        except OSError as exc:
+            raise unwritable(self.path, exc) from None
+        with handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 self._sweep()
@@ -205,8 +224,9 @@ def without_pandas() -> None:
         sys.modules["pandas"] = None  # type: ignore[assignment]
 
 
-def open_reader(path: str, *, sandbox: bool = True, fts: bool = True) -> Any:
-    """A read-only connection to a published index, checked before it is trusted."""
+def open_reader(path: str, *, sandbox: bool = True, fts: bool = True, memory_limit: str | None = None) -> Any:
+    """A read-only connection to a published index, checked before it is trusted. With
+    `memory_limit` (DuckDB's syntax, e.g. "1GB") the connection may use no more than that."""
     import duckdb
 
     without_pandas()
@@ -236,6 +256,8 @@ def open_reader(path: str, *, sandbox: bool = True, fts: bool = True) -> Any:
         raise IndexFault(f"the index at {path} has format {meta.get('format_version')!r}, expected {FORMAT_VERSION}", path=path)
     if fts:
         load_fts(con)
+    if memory_limit is not None:
+        con.execute(f"SET memory_limit = '{memory_limit}'")  # checked by the caller: digits and a unit
     if sandbox:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
