@@ -144,6 +144,6 @@ def provenance(con: Any, git: Git, view: View, entity: str, field: str, tenant: 
 
 
 def parse_as_of(value: str) -> str:
-    from .query import parse_time
+    from .times import parse_time
 
     return format_timestamp(parse_time(value, "--as-of"))
