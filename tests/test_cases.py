@@ -52,7 +52,7 @@ DOCUMENTED_RULES = frozenset({
     # the schema
     "missing-key", "unknown-key", "wrong-type", "invalid-value", "invalid-format", "empty-value", "too-long",
     "out-of-range", "duplicate-value",
-    "timestamp-format", "timestamp-timezone", "event-one-line",
+    "timestamp-format", "timestamp-timezone", "timestamp-range", "event-one-line", "value-nul",
     "fields-need-entity", "relations-need-entity", "reserved-field", "deleted-flag", "correction-priority",
     "comprehension-dates", "observations-used-subset", "comprehension-edit",
     "relation-type",

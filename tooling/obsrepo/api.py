@@ -138,7 +138,7 @@ class Repository:
 
     def timeline(self, *, entity: str | None = None, event_type: str | None = None, after: str | None = None,
                  before: str | None = None, limit: int = 1000, offset: int = 0, at: str | None = None) -> dict:
-        from .query import parse_time
+        from .times import parse_time
 
         return self._entities_call(
             "timeline", at, entity=entity, event_type=event_type, limit=limit, offset=offset,

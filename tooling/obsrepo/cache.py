@@ -16,7 +16,7 @@ from pathlib import Path
 from .gitstore import Git
 from .rules import Analysis, kind_of
 
-_RULE_MODULES = ("document.py", "model.py", "rules.py", "validate.py")
+_RULE_MODULES = ("document.py", "model.py", "rules.py", "times.py", "validate.py")
 
 
 def _rules_digest() -> str:

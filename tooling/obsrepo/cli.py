@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 from typing import Any, Callable
@@ -250,17 +251,14 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
     the observation would break a rule (the problems are printed instead, exit 1) or repeats
     one already in the work tree.
     """
-    from .new import create, parse_json_object
+    from .new import create, read_json_input, read_text
 
     if json_input is not None:
-        front = parse_json_object(_read_input(json_input), "--json")
-        body = front.pop("body", "") or ""
-        if not isinstance(body, str):
-            raise errors.InputError("body must be a string", parameter="body")
+        front, body = read_json_input(json_input)
     else:
         front, body = _front_from_flags(options)
         if body == "-":
-            body = sys.stdin.read()
+            body = read_text("-", "--body")
     created = create(_root(), front, body)
     if output_format == "json":
         _emit_json(created.as_dict())
@@ -269,33 +267,23 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
     return errors.EXIT_OK
 
 
-def _read_input(name: str) -> str:
-    """The text of `--json FILE` (or stdin for -): a file that cannot be read is a bad option
-    value, bytes that are not UTF-8 are bad input."""
-    try:
-        if name == "-":
-            return sys.stdin.read()
-        with open(name, encoding="utf-8") as handle:
-            return handle.read()
-    except UnicodeDecodeError:
-        raise errors.InputError(f"--json {name}: not UTF-8 text", parameter="--json") from None
-    except OSError as exc:
-        raise UsageError(f"--json {name}: cannot be read ({exc.strerror or exc})", parameter="--json") from None
-
-
 def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    from .new import parse_field
+    from .new import option_timestamp, parse_field
 
     for required in ("source", "event"):
         if not options.get(required):
             raise UsageError(f"--{required} is required (or give --json)", parameter=f"--{required}")
     front: dict[str, Any] = {"source": options["source"], "event": options["event"]}
-    simple = {"type_": "type", "timestamp": "timestamp", "entity": "entity", "priority": "priority",
+    if options.get("timestamp") is not None:
+        front["timestamp"] = option_timestamp(options["timestamp"])
+    simple = {"type_": "type", "entity": "entity", "priority": "priority",
               "specificity": "specificity", "classification": "classification", "source_ref": "source_ref",
               "interpretation": "interpretation", "trace_ref": "trace_ref"}
     for option, key in simple.items():
         if options.get(option) is not None:
             front[key] = options[option]
+    if options.get("specificity") is not None and not math.isfinite(options["specificity"]):
+        raise UsageError("--specificity must be a finite number", parameter="--specificity")
     if options["scope"]:
         front["scope"] = list(options["scope"])
     if options["fields"]:
@@ -311,7 +299,7 @@ def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
     if options["tenant"]:
         front["tenant"] = parse_tenant(options["tenant"], "--tenant")
     if options["data"] is not None:
-        front["data"] = parse_field(f"data={options['data']}")[1]
+        front["data"] = parse_field(f"data={options['data']}", "--data")[1]
     return front, options.get("body") or ""
 
 
@@ -332,8 +320,8 @@ def parse_tenant(text: str, parameter: str) -> dict[str, str]:
 def _tenant_option(value: str | None) -> dict[str, str]:
     if value is not None:
         return parse_tenant(value, "--tenant")  # an empty binding is refused, never "every tenant"
-    text = os.environ.get("OBSREPO_TENANT")
-    return parse_tenant(text, "OBSREPO_TENANT") if text else {}
+    text = os.environ.get("OBSREPO_TENANT")  # set but empty is refused too: never "every tenant"
+    return parse_tenant(text, "OBSREPO_TENANT") if text is not None else {}
 
 
 def _repository(index: str | None = None, tenant: str | None = None) -> Any:

@@ -7,6 +7,7 @@ that the policy sees every anchor, alias, tag, key and scalar style with its pos
   numbers of the JSON grammar are typed; every other plain scalar (`no`, `on`, `0755`,
   `1:10`, `.inf`, `2026-02-13`) stays the string that was written;
 * quoted and block scalars are always strings; mapping keys are always strings as written;
+* no key or value holds NUL, even one written as the escape `\\0`;
 * anchors, aliases, tags, merge keys, complex keys, duplicate keys, directives and
   multiple documents are refused, so nothing is ever expanded or constructed;
 * nesting is bounded (the top-level mapping is level 1) and so are sizes.
@@ -243,7 +244,7 @@ class _Composer:
         cls = event.__class__
         if cls is _Scalar:
             if event.anchor is None and event.tag is None:
-                return self.plain(event) if not event.style else event.value
+                return self.plain(event) if not event.style else self.quoted(event)
             return self.odd_scalar(event)
         if cls is _Alias:
             self.bad(event.start_mark, "yaml-alias", f"aliases (*{event.anchor}) are not allowed; write the value out")
@@ -277,13 +278,13 @@ class _Composer:
             if key_cls is _MapEnd:
                 return mapping
             if key_cls is _Scalar and key_event.anchor is None and key_event.tag is None and key_event.value != "<<":
-                key: str | None = key_event.value
+                key: str | None = key_event.value if not key_event.style else self.quoted(key_event)
             else:
                 key = self.key(parser, key_event, depth)
             sub = key_path + (key,)
             child = get()
             if child.__class__ is _Scalar and child.anchor is None and child.tag is None:
-                value = self.plain(child) if not child.style else child.value
+                value = self.plain(child) if not child.style else self.quoted(child)
             else:
                 value = self.node(parser, child, sub, depth + 1)
             if key is None:
@@ -301,7 +302,7 @@ class _Composer:
             self.bad(event.start_mark, "yaml-anchor", f"anchors (&{event.anchor}) are not allowed")
         if event.tag is not None:
             self.bad(event.start_mark, "yaml-tag", f"tags ({event.tag}) are not allowed")
-        return self.plain(event) if not event.style and event.implicit[0] else event.value
+        return self.plain(event) if not event.style and event.implicit[0] else self.quoted(event)
 
     def key(self, parser: Any, event: Any, depth: int) -> str | None:
         if event.__class__ is not _Scalar:
@@ -315,7 +316,14 @@ class _Composer:
         if event.value == "<<" and not event.style:
             self.bad(event.start_mark, "yaml-merge-key", "merge keys (<<) are not allowed")
             return None
-        return event.value
+        return self.quoted(event)
+
+    def quoted(self, event: Any) -> str:
+        """A scalar whose escapes have been processed: none may have made a NUL."""
+        value = event.value
+        if "\x00" in value:
+            self.bad(event.start_mark, "value-nul", "NUL (\\0) is not allowed in a value or a key")
+        return value
 
     def plain(self, event: Any) -> Any:
         value = event.value

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import sys
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -14,9 +17,10 @@ from .check import analyze_source
 from .errors import InputError, UsageError
 from .gitstore import Git
 from .model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
+from .times import parse_time
 from .report import NOT_WRITTEN, Issue
 from .rules import analyze, content_hash
-from .document import read_document
+from .document import INT64_MAX, INT64_MIN, MAX_DEPTH, read_document
 from .sources import worktree
 
 
@@ -68,8 +72,8 @@ def create(root: str, front: dict[str, Any], body: str = "", now: datetime | Non
     stamp = parse_timestamp(read_back.front["timestamp"]) if isinstance(read_back.front.get("timestamp"), str) else None
     if stamp is None:
         raise InputError("timestamp must be an ISO 8601 string", parameter="timestamp")
-    obs_id = f"obs-{stamp:%Y%m%d-%H%M%S}-{digest[:8]}"
-    path = f"observations/{stamp:%Y/%m/%d}/{obs_id}.md"
+    obs_id = f"obs-{stamp.year:04d}{stamp:%m%d-%H%M%S}-{digest[:8]}"
+    path = f"observations/{stamp.year:04d}/{stamp:%m/%d}/{obs_id}.md"
     text = emit.document({"spec": OBSERVATION_SPEC, "id": obs_id, **front}, body).encode("utf-8")
 
     analysis = analyze(path, text)
@@ -98,14 +102,18 @@ def create(root: str, front: dict[str, Any], body: str = "", now: datetime | Non
     return Created(obs_id, path, digest)
 
 
-def parse_field(text: str) -> tuple[str, Any]:
+def parse_field(text: str, parameter: str = "--field") -> tuple[str, Any]:
     """`key=value`: the value is JSON when it parses as JSON (numbers, true, null, [..]),
-    otherwise the string as written (`country=NO` stays "NO")."""
+    otherwise the string as written (`country=NO` stays "NO"). JSON the front matter cannot
+    hold (a non-finite number, a duplicate key, nesting deeper than 32 levels) is refused."""
     key, sep, raw = text.partition("=")
     if not sep or not key:
-        raise UsageError(f"--field expects key=value, got '{text}'", parameter="--field")
+        raise UsageError(f"{parameter} expects key=value, got '{text}'", parameter=parameter)
     try:
-        value = json.loads(raw, parse_constant=_no_constant)
+        value = _loads(raw)
+    except _Refused as exc:
+        label = parameter if parameter != "--field" else f"{parameter} {key}"
+        raise UsageError(f"{label}: {exc}", parameter=parameter) from None
     except ValueError:
         value = raw
     return key, value
@@ -113,7 +121,9 @@ def parse_field(text: str) -> tuple[str, Any]:
 
 def parse_json_object(text: str, parameter: str) -> dict[str, Any]:
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = _loads(text)
+    except _Refused as exc:
+        raise InputError(f"{parameter}: {exc}", parameter=parameter) from None
     except ValueError as exc:
         raise InputError(f"{parameter}: not valid JSON ({exc})", parameter=parameter) from None
     if not isinstance(value, dict):
@@ -121,5 +131,97 @@ def parse_json_object(text: str, parameter: str) -> dict[str, Any]:
     return value
 
 
+def read_json_input(source: str, parameter: str = "--json") -> tuple[dict[str, Any], str]:
+    """`--json FILE` (`-`: stdin): the front matter, and the body taken out of it."""
+    front = parse_json_object(read_text(source, parameter), parameter)
+    body = front.pop("body", "") or ""
+    if not isinstance(body, str):
+        raise InputError("body must be a string", parameter="body")
+    return front, body
+
+
+def read_text(source: str, parameter: str) -> str:
+    """The UTF-8 text of FILE, or of stdin for `-`; a file that cannot be read is a usage error."""
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(source, "rb") as handle:
+                data = handle.read()
+    except OSError as exc:
+        raise UsageError(f"{parameter}: cannot read '{source}': {exc.strerror or exc}", parameter=parameter) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{parameter}: the input is not UTF-8 text", parameter=parameter) from None
+
+
+def option_timestamp(value: str, parameter: str = "--timestamp") -> str:
+    """A `--timestamp` option in the canonical spelling (UTC, `Z`)."""
+    return format_timestamp(parse_time(value, parameter, dates=False))
+
+
+class _Refused(Exception):
+    """Valid JSON that no front matter can hold."""
+
+
+def _loads(text: str) -> Any:
+    """JSON as the front matter can hold it: finite numbers, 64-bit integers, unique keys,
+    nesting within the YAML bound (checked before parsing, so no recursion runs away)."""
+    if _too_deep(text):
+        raise _Refused(f"nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite, parse_int=_int64,
+                          object_pairs_hook=_unique_keys)
+    except RecursionError:  # pragma: no cover - _too_deep keeps the parser shallow
+        raise _Refused(f"nested deeper than {MAX_DEPTH} levels") from None
+
+
+_TOKEN = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
+
+
+def _too_deep(text: str) -> bool:
+    """Whether brackets nest deeper than MAX_DEPTH outside strings. Where the text is not JSON the
+    parser stops at least as early as this count, so it never nests deeper than counted."""
+    depth = 0
+    in_string = False
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token == '"':
+            in_string = not in_string
+        elif in_string or token[0] == "\\":
+            continue
+        elif token in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"the number {text[:40]} is out of the range of a double")
+    return value
+
+
+def _int64(text: str) -> int:
+    value = int(text) if len(text) <= 20 else None
+    if value is None or not INT64_MIN <= value <= INT64_MAX:
+        raise _Refused(f"the integer {text[:40]} does not fit in 64 bits")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Refused(f"duplicate key '{duplicate}'")
+    return value

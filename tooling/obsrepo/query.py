@@ -16,7 +16,7 @@ from .errors import UsageError
 from .index.columns import RECORD, quoted
 from .index.schema import CLASSIFICATION_RANK
 from .scope import TENANT_COLUMNS, ReadScope
-from .times import format_timestamp
+from .times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
 
 MAX_LIMIT = 1000
 K1, B = 1.2, 0.75
@@ -45,23 +45,21 @@ class QueryRequest:
             raise UsageError("--offset must not be negative", parameter="--offset")
         if self.order not in ("asc", "desc"):
             raise UsageError("--order is asc or desc", parameter="--order")
+        for name in ("after", "before"):
+            moment = getattr(self, name)
+            if moment is not None and (moment.tzinfo is None or not _in_range(moment)):
+                raise UsageError(f"--{name} must be a timestamp with a timezone within {RANGE}", parameter=f"--{name}")
         if self.max_classification is not None and self.max_classification not in CLASSIFICATION_RANK:
             raise UsageError("--max-classification is public, internal, confidential or restricted",
                              parameter="--max-classification")
 
 
-def parse_time(value: str, parameter: str) -> datetime:
-    """ISO 8601 with a timezone, or a date (midnight UTC)."""
-    text = value.strip()
+def _in_range(moment: datetime) -> bool:
     try:
-        if len(text) == 10:
-            return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"{parameter} expects an ISO 8601 date or timestamp, got '{value}'", parameter=parameter) from None
-    if moment.tzinfo is None:
-        raise UsageError(f"{parameter} needs a timezone (Z or ±HH:MM): '{value}'", parameter=parameter)
-    return moment
+        to_utc(moment)
+    except TimeError:
+        return False
+    return True
 
 
 def _naive_utc(moment: datetime) -> datetime:

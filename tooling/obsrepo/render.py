@@ -41,7 +41,7 @@ def _stamp_ms(iso: str) -> str:
     from datetime import datetime
 
     moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def render_observations(page: dict, output_format: str) -> str:

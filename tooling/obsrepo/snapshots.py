@@ -63,6 +63,6 @@ def provenance(scope: ReadScope, entity: str, field: str) -> dict[str, Any]:
 
 
 def parse_as_of(value: str) -> str:
-    from .query import parse_time
+    from .times import parse_time
 
     return format_timestamp(parse_time(value, "--as-of"))

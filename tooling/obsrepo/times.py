@@ -1,11 +1,101 @@
-"""Timestamps as the product writes them (kept apart from the models so readers load fast)."""
+"""Timestamps as the product reads and writes them (kept apart from the models so readers load fast).
+
+Every instant the product handles lies within years 0001..9999 once converted to UTC, so that
+it can always be converted, stored, compared and printed. Two readers share that bound:
+
+* `parse_timestamp` / `parse_date_or_timestamp`: a document's timestamps, strictly (seconds
+  and a timezone); a `TimeError` carries the rule that `check` reports;
+* `parse_time`: every time option (`--after`, `--before`, `--as-of`, `--timestamp`): any ISO 8601
+  date or timestamp with a timezone; a bad value is a `UsageError` naming the option.
+"""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
+
+from .errors import UsageError
+
+TIMESTAMP_PATTERN = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})"
+_TIMESTAMP = re.compile(TIMESTAMP_PATTERN)
+_NO_ZONE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+RANGE = "years 0001..9999 in UTC"
+
+
+class TimeError(ValueError):
+    """A document's timestamp is not acceptable; `rule` is what `check` reports."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.message = message
 
 
 def format_timestamp(value: datetime) -> str:
     """UTC, `Z`, microseconds only when present: the one canonical spelling."""
     text = value.astimezone(timezone.utc).isoformat()
     return text.replace("+00:00", "Z")
+
+
+def to_utc(moment: datetime) -> datetime:
+    """`moment` in UTC; TimeError("timestamp-range") when that leaves years 0001..9999."""
+    try:
+        return moment.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise TimeError("timestamp-range", f"timestamp is outside {RANGE}") from None
+
+
+def parse_timestamp(value: str | datetime) -> datetime:
+    """ISO 8601 with seconds and a timezone (`Z` or `±HH:MM`), returned in UTC."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise TimeError("timestamp-timezone", "timestamp needs a timezone (Z or ±HH:MM)")
+        return to_utc(value)
+    if not isinstance(value, str):
+        raise TimeError("timestamp-format", "timestamp must be an ISO 8601 string such as 2026-02-13T10:25:00Z")
+    if not _TIMESTAMP.fullmatch(value):
+        if _NO_ZONE.fullmatch(value):
+            raise TimeError("timestamp-timezone", "timestamp needs a timezone (Z or ±HH:MM)")
+        raise TimeError("timestamp-format", "timestamp must be ISO 8601 with seconds and a timezone, e.g. 2026-02-13T10:25:00Z")
+    if value.startswith("0000"):
+        raise TimeError("timestamp-range", f"timestamp is outside {RANGE}")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise TimeError("timestamp-format", "timestamp is not a real date and time") from None
+    return to_utc(parsed)
+
+
+def parse_date_or_timestamp(value: str | datetime) -> datetime:
+    """A date (midnight UTC) or a timestamp as `parse_timestamp` reads it."""
+    if isinstance(value, str) and _DATE.fullmatch(value):
+        if value.startswith("0000"):
+            raise TimeError("timestamp-range", f"date is outside {RANGE}")
+        try:
+            return datetime.fromisoformat(value).replace(tzinfo=timezone.utc)
+        except ValueError:
+            raise TimeError("timestamp-format", "not a real date") from None
+    return parse_timestamp(value)
+
+
+def parse_time(value: str, parameter: str, *, dates: bool = True) -> datetime:
+    """A time option: ISO 8601 with a timezone, or (when `dates`) a date meaning midnight UTC.
+    Returned in UTC; anything else, or an instant outside years 0001..9999 in UTC, is a
+    UsageError naming `parameter`."""
+    text = value.strip()
+    if text.startswith("0000"):
+        raise UsageError(f"{parameter} must lie within {RANGE}, got '{value}'", parameter=parameter)
+    try:
+        if len(text) == 10 and dates:
+            return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        what = "an ISO 8601 date or timestamp" if dates else "an ISO 8601 timestamp with a timezone"
+        raise UsageError(f"{parameter} expects {what}, got '{value}'", parameter=parameter) from None
+    if moment.tzinfo is None:
+        raise UsageError(f"{parameter} needs a timezone (Z or ±HH:MM): '{value}'", parameter=parameter)
+    try:
+        return to_utc(moment)
+    except TimeError:
+        raise UsageError(f"{parameter} must lie within {RANGE}, got '{value}'", parameter=parameter) from None
