@@ -24,12 +24,10 @@ _BUILTIN_MACROS = {"binary": ["-diff", "-merge", "-text"]}
 Reader = Callable[[str], "bytes | None"]  # repository-relative path of a .gitattributes → its bytes
 
 
-def attribute_issues(git: Git, paths: list[str], read: Reader, *, cached: bool = False,
-                     commit: str = "") -> list[Issue]:
-    """Issues for the attributes git applies to `paths` (documents), located at the line that
-    sets each one; `read` gives the .gitattributes files of the same view (work tree, index or
-    a commit's tree read into a temporary index)."""
-    found = git.check_attr(paths, ATTRIBUTES, cached=cached)
+def attribute_issues(git: Git, found: list[tuple[str, str, str]], read: Reader, *, commit: str = "") -> list[Issue]:
+    """Issues for the attributes git applies to documents (`found`: what `git check-attr` said
+    about them), located at the line that sets each one; `read` gives the .gitattributes files
+    of the same view (work tree, index, or a commit's tree read into a temporary index)."""
     if not found:
         return []
     sources = _Sources(git, read)

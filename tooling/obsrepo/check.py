@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from . import attributes, errors, graph
-from .attributes import attribute_issues, index_reader, worktree_reader
+from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
 from .cache import AnalysisCache
 from .errors import UsageError
 from .gitstore import NULL_SHA, Change, Entry, Git
@@ -41,7 +41,18 @@ def run_check(request: CheckRequest) -> Report:
         base_sha = git.merge_base(git.resolve(request.base, "--base"), git.resolve("HEAD", "--base")) \
             if git.has_head() else git.resolve(request.base, "--base")
 
-    source = staged(git) if request.staged else worktree_in_git(git)
+    # attributes that would make git convert a document: such documents are hashed from their
+    # raw bytes rather than trusted from git's stat data (git compares them through filters)
+    converted: list[tuple[str, str, str]] = []
+    if request.staged:
+        source = staged(git)
+        converted = git.check_attr(_documents(source), ATTRIBUTES, cached=True)
+    else:
+        def rehash(paths: list[str]) -> Iterable[str]:
+            converted.extend(git.check_attr(paths, ATTRIBUTES))
+            return paths if _autocrlf(git) else {path for path, _, _ in converted}
+
+        source = worktree_in_git(git, rehash)
     cache = AnalysisCache.open(git)
     analyses = analyze_source(source, cache)
 
@@ -63,9 +74,8 @@ def run_check(request: CheckRequest) -> Report:
     cache.save()
     # the attributes git applies to the documents: when it commits the index (--staged), or
     # when it reads and writes the work tree (.gitattributes at any depth, info/attributes)
-    documents = [item.path for item in source.listed if item.mode in REGULAR_MODES]
     reader = index_reader(git) if request.staged else worktree_reader(git)
-    changed = _first_of_each(changed + attribute_issues(git, documents, reader, cached=request.staged))
+    changed = _first_of_each(changed + attribute_issues(git, converted, reader))
     reported = {(i.path, i.rule) for i in changed}
     for item in source.listed:
         if item.mode not in REGULAR_MODES and (item.path, _not_a_file(item.path, item.mode).rule) not in reported:
@@ -216,7 +226,18 @@ def _attributes_at(git: Git, sha: str) -> list[Issue]:
         at = git.with_index(os.path.join(tmp, "index"))
         at.run("read-tree", sha)
         documents = [e.path for e in at.ls_files(*DOCUMENT_ROOTS) if e.mode in REGULAR_MODES]
-        return attribute_issues(at, documents, index_reader(at), cached=True, commit=sha)
+        found = at.check_attr(documents, ATTRIBUTES, cached=True)
+        return attribute_issues(at, found, index_reader(at), commit=sha)
+
+
+def _documents(source: Source) -> list[str]:
+    return [item.path for item in source.listed if item.mode in REGULAR_MODES]
+
+
+def _autocrlf(git: Git) -> bool:
+    """core.autocrlf converts line endings of every text file, attributes or not."""
+    value = git.run("config", "--get", "core.autocrlf", check=False).strip().lower()
+    return value not in (b"", b"false", b"no", b"off", b"0")
 
 
 def _is_attributes(path: str) -> bool:
