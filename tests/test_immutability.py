@@ -1,7 +1,7 @@
 """Immutability (DESIGN §2, §7, §8): against a base revision an observation may only be added.
 
-`check --base REV` compares the merge base of REV and HEAD with the work tree; `check --staged`
-compares git's index with HEAD. Every test asserts the exit code and the exact issues
+`check --base REV` checks every commit from the merge base of REV and HEAD to HEAD against its
+parents, then the work tree against HEAD; `check --staged` compares git's index with HEAD. Every test asserts the exit code and the exact issues
 (code, rule, path) of the JSON report, in real repositories.
 """
 
