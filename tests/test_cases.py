@@ -8,7 +8,8 @@
 apply). For single documents the issues are the EXACT set, compared as sorted
 (line, col, code, rule); `front` lists key/values the parsed front matter must hold with the
 same JSON types (`"0755"` stays a string, `12` an int, `1.5` a float). Repository cases run
-through the real command line, `python -m obsrepo check --format json`, in a copy of the folder.
+through the real command line, `python -m obsrepo check --format json`, in a copy of the folder
+made a git repository (`git init`, nothing committed: `check` refuses a folder outside git).
 
 Two size cases are generated here rather than committed (a 256 KiB front matter, a 1 MiB
 document), each with its counterpart exactly at the limit.
@@ -61,14 +62,15 @@ DOCUMENTED_RULES = frozenset({
     # repository rules
     "duplicate-id", "duplicate-content", "corrects-target", "retracts-target", "citation", "relation-target",
     "relation-cycle", "merged-twice",
-    # immutability
-    "modified", "deleted", "mode-changed", "type-changed", "symlink", "submodule",
+    # immutability, and git attributes that would rewrite documents
+    "modified", "deleted", "mode-changed", "type-changed", "symlink", "submodule", "git-attributes",
 })
 
-# Documented rules this corpus cannot reach: they need git history (--base/--staged), a symlink
-# or a submodule. tests/test_immutability.py covers them.
+# Documented rules this corpus cannot reach: they need git history (--base/--staged), a symlink,
+# a submodule or a .gitattributes. tests/test_immutability.py covers them.
 NOT_REACHABLE_HERE = frozenset({
     "modified", "deleted", "mode-changed", "type-changed", "symlink", "submodule", "comprehension-edit",
+    "git-attributes",
 })
 
 # Cases that expose a product bug: "<kind>/<name>" → what is wrong. Remove an entry once fixed.
@@ -282,6 +284,8 @@ def cli_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.C
         (singles / case.path).parent.mkdir(parents=True, exist_ok=True)
         (singles / case.path).write_bytes(case.data)
     jobs["singles"] = (singles, [_single_case(name).path for name in CLI_CASES] + [MISSING_PATH])
+    for cwd, _ in jobs.values():
+        subprocess.run(["git", "init", "-q", str(cwd)], env=_env(root), check=True)
 
     def run(job: tuple[Path, list[str]]) -> subprocess.CompletedProcess:
         cwd, paths = job

@@ -1,7 +1,7 @@
 """Immutability (docs/design.md §2, §7, §8): against a base revision an observation may only be added.
 
-`check --base REV` compares the merge base of REV and HEAD with the work tree; `check --staged`
-compares git's index with HEAD. Every test asserts the exit code and the exact issues
+`check --base REV` checks every commit from the merge base of REV and HEAD to HEAD against its
+parents, then the work tree against HEAD; `check --staged` compares git's index with HEAD. Every test asserts the exit code and the exact issues
 (code, rule, path) of the JSON report, in real repositories.
 """
 
@@ -322,3 +322,114 @@ def test_github_format_annotates_violations(base: Repo) -> None:
     assert len(lines) == 2, proc.stdout
     for line, path in zip(lines, sorted([A.path, B.path])):
         assert re.fullmatch(rf"::error file={re.escape(path)},line=1,col=1::IMMUTABLE_VIOLATION \S.*", line), line
+
+
+# --- commit by commit: what the range did, not only where it ended ------------------------
+
+def _issue(result, rule: str, path: str) -> dict:
+    found = [i for i in result.data["issues"] if i["rule"] == rule and i["path"] == path]
+    assert len(found) == 1, result
+    return found[0]
+
+
+def test_modify_then_revert_inside_the_range_is_refused_naming_the_commit(base: Repo) -> None:
+    on_branch(base)
+    base.write(A.path, A.replace("observed", "seen"))
+    edited = base.commit("edit A")
+    base.write(A.path, A)
+    base.commit("put A back")
+    base.add(C)
+    base.commit("add C")
+    assert base.git("diff", "main", "--stat", "--", A.path) == ""  # the end state equals the base
+    result = base.check("--base", "main")
+    assert result.returncode == 1, result
+    assert result.issues == [(IV, "modified", A.path)]  # one problem: the first commit that made it
+    issue = _issue(result, "modified", A.path)
+    assert issue["details"] == {"commit": edited}
+    assert edited[:12] in issue["message"]
+    text = base.obsrepo("check", "--base", "main")
+    assert text.returncode == 1 and f"commit {edited[:12]}" in text.stdout, text
+
+
+def test_modification_on_a_merged_side_branch_is_refused(base: Repo) -> None:
+    """The side branch edits A and puts it back; the pull request merges it (A is unchanged at
+    every first-parent step, yet the edit lands on main's history)."""
+    base.git("checkout", "-q", "-b", "side")
+    base.write(A.path, A + "\nedited on the side\n")
+    edited = base.commit("side edits A")
+    base.write(B.path, B + "\nedited on the side too\n")
+    base.write(A.path, A)
+    base.commit("side restores A and edits B")
+    base.write(B.path, B)
+    base.commit("side restores B")
+    base.git("checkout", "-q", "main")
+    on_branch(base)
+    base.add(C)
+    base.commit("pr adds C")
+    base.git("merge", "-q", "--no-ff", "--no-edit", "side")
+    assert _is_merge(base)
+    result = base.check("--base", "main")
+    assert result.returncode == 1, result
+    assert result.issues == [(IV, "modified", A.path), (IV, "modified", B.path)]
+    assert _issue(result, "modified", A.path)["details"] == {"commit": edited}
+
+
+def test_merge_of_an_unrelated_history_is_checked_from_its_root(base: Repo) -> None:
+    on_branch(base)
+    base.git("checkout", "-q", "--orphan", "other")
+    base.git("rm", "-rq", "--cached", ".")
+    for path in (A.path, B.path):
+        (base.path / path).unlink()
+    base.add(C)
+    base.commit("an unrelated root adds C")
+    base.git("checkout", "-q", "pr")
+    base.git("merge", "-q", "--no-edit", "--allow-unrelated-histories", "other")
+    assert base.check("--base", "main").returncode == 0
+    base.write(D.path, observation(D.id))
+    base.commit("add D")
+    base.git("checkout", "-q", "other")
+    base.write(C.path, C + "\nedited where C was born\n")
+    edited = base.commit("edit C on the unrelated branch")
+    base.git("checkout", "-q", "pr")
+    base.git("merge", "-q", "--no-edit", "other")
+    result = base.check("--base", "main")
+    assert result.returncode == 1, result
+    assert result.issues == [(IV, "modified", C.path)]
+    assert _issue(result, "modified", C.path)["details"] == {"commit": edited}
+
+
+def test_an_observation_made_executable_and_edited_reports_both(base: Repo) -> None:
+    on_branch(base)
+    base.write(A.path, A + "\nedited\n")
+    os.chmod(base.path / A.path, 0o755)
+    base.commit("chmod and edit A")
+    result = base.check("--base", "main")
+    assert result.returncode == 1, result
+    assert result.issues == [(IV, "mode-changed", A.path), (IV, "modified", A.path)]
+
+
+@pytest.mark.parametrize("mode", ["base", "staged"])
+def test_a_mode_change_does_not_hide_a_forbidden_comprehension_edit(base: Repo, mode: str) -> None:
+    comp = comprehension("comp-belief", [A.id, B.id])
+    base.add(comp)
+    base.commit("a comprehension")
+    on_branch(base)
+    base.add(comprehension("comp-belief", [A.id], statement="rewritten without raising the version"))
+    os.chmod(base.path / comp.path, 0o755)
+    base.git("add", "-A")
+    if mode == "base":
+        base.commit("rewrite the comprehension, and make it executable")
+    result = base.check("--base", "main") if mode == "base" else base.check("--staged")
+    assert result.returncode == 1, result
+    assert result.issues == [("VALIDATION_ERROR", "comprehension-edit", comp.path)] * 2  # version, dropped citation
+
+
+def test_check_outside_a_git_repository_is_a_git_error(make_repo) -> None:
+    plain = make_repo("plain", init=False)
+    plain.add(A, B)
+    result = plain.check()
+    assert result.returncode == 4, result
+    assert result.data["error"]["code"] == "GIT_ERROR"
+    assert "not inside a git repository" in result.data["error"]["message"]
+    text = plain.obsrepo("check")
+    assert text.returncode == 4 and "GIT_ERROR" in text.stderr and "ok" not in text.stdout, text

@@ -17,7 +17,8 @@ def run(cwd, *args, input=None):
                           capture_output=True, text=True)
 
 
-def test_new_from_flags_writes_a_document_that_checks(tmp_path):
+def test_new_from_flags_writes_a_document_that_checks(repo):
+    tmp_path = repo.path  # a git repository: `check` checks one
     proc = run(tmp_path, "new", "--source", "agent/crm", "--event", "Acme registered",
                "--entity", "company/acme", "--field", "name=Acme Corp", "--field", "country=NO",
                "--field", "employees=120", "--field", "zip=0755", "--tenant", "org=northwind,project=finance",
@@ -32,7 +33,8 @@ def test_new_from_flags_writes_a_document_that_checks(tmp_path):
     assert doc.front["fields"] == {"name": "Acme Corp", "country": "NO", "employees": 120, "zip": "0755"}
     assert doc.front["timestamp"] == "2026-02-01T09:00:00Z"
     assert doc.front["tenant"] == {"org": "northwind", "project": "finance"}
-    assert run(tmp_path, "check").returncode == 0
+    checked = repo.obsrepo("check")
+    assert checked.returncode == 0, checked.stderr
 
 
 def test_same_content_twice_is_refused_and_nothing_is_written(tmp_path):

@@ -41,11 +41,17 @@ class Change:
 
 
 class Git:
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, env: dict[str, str] | None = None) -> None:
         self.root = root
+        self.env = env or {}
+
+    def with_index(self, index_file: str) -> "Git":
+        """The same repository with another index file (GIT_INDEX_FILE), e.g. a commit's tree
+        read into a temporary index so that index-only commands see that commit."""
+        return Git(self.root, {**self.env, "GIT_INDEX_FILE": index_file})
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-        env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+        env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C", **self.env)
         try:
             proc = subprocess.run(
                 ["git", "-C", self.root, *args], input=input, capture_output=True, env=env
@@ -143,6 +149,53 @@ class Git:
             changes.append(Change(status[0], old_mode, new_mode, old_sha, new_sha, parts[i + 1].decode("utf-8", "surrogateescape")))
             i += 2
         return changes
+
+    def commits_between(self, base: str, head: str = "HEAD") -> list[tuple[str, tuple[str, ...]]]:
+        """Every commit in `base..head` with its parents, parents before children."""
+        out = self.run("rev-list", "--topo-order", "--reverse", "--parents", f"{base}..{head}", "--")
+        commits = []
+        for line in out.decode().splitlines():
+            sha, *parents = line.split()
+            commits.append((sha, tuple(parents)))
+        return commits
+
+    def diff_trees(self, pairs: list[tuple[str, str | None]], *pathspecs: str) -> list[list[Change]]:
+        """For each (commit, parent) the raw changes from parent to commit (from the empty tree
+        when parent is None), all from one `git diff-tree --stdin`. Trees hold blobs as stored:
+        no filter, no rename detection, no submodule setting applies."""
+        if not pairs:
+            return []
+        lines = "".join(f"{c} {p}\n" if p else f"{c}\n" for c, p in pairs)
+        out = self.run("diff-tree", "--stdin", "-r", "-z", "--raw", "--root", "--always", "--no-renames",
+                       "--ignore-submodules=none", "--abbrev=40", "--", *pathspecs, input=lines.encode())
+        blocks: list[list[Change]] = []
+        parts = out.split(b"\0")
+        i = 0
+        while i < len(parts) - 1:
+            token = parts[i]
+            if token.startswith(b":"):
+                old_mode, new_mode, old_sha, new_sha, status = token[1:].decode().split(" ")
+                blocks[-1].append(Change(status[0], old_mode, new_mode, old_sha, new_sha,
+                                         parts[i + 1].decode("utf-8", "surrogateescape")))
+                i += 2
+            else:  # the header of the next (commit, parent) pair
+                if token.strip():
+                    blocks.append([])
+                i += 1
+        if len(blocks) != len(pairs):
+            raise GitError(f"git diff-tree answered {len(blocks)} of {len(pairs)} comparisons")
+        return blocks
+
+    def check_attr(self, paths: list[str], attributes: tuple[str, ...], cached: bool = False) -> list[tuple[str, str, str]]:
+        """(path, attribute, value) for every attribute git sets on a path (neither unspecified
+        nor unset); `cached` reads .gitattributes from the index only."""
+        if not paths:
+            return []
+        stdin = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+        out = self.run("check-attr", "-z", "--stdin", *(["--cached"] if cached else []), *attributes, input=stdin)
+        t = out.split(b"\0")
+        return [(p.decode("utf-8", "surrogateescape"), a.decode(), v.decode("utf-8", "replace"))
+                for p, a, v in zip(t[0::3], t[1::3], t[2::3]) if v not in (b"unspecified", b"unset")]
 
     def read_blobs(self, shas: Iterable[str]) -> Iterator[tuple[str, bytes]]:
         """Yield (sha, content) for each sha, pipelined through one cat-file process."""

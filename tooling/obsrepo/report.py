@@ -38,12 +38,17 @@ class Issue:
     rule: str
     message: str
     severity: str = ERROR
+    commit: str = ""  # the full sha of the commit that made the problem, when one did
 
     def as_text(self) -> str:
         return text_line(self.path, self.line, self.col, self.code, self.message, self.rule)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        commit = data.pop("commit")
+        if commit:
+            data["details"] = {"commit": commit}
+        return data
 
 
 @dataclass

@@ -30,7 +30,7 @@ class Analysis:
     record: dict[str, Any] | None = None  # every value, for the index (not cached)
 
     def to_cache(self) -> list:
-        return [self.kind, [list(i.__dict__.values())[1:] for i in self.issues], self.facts]
+        return [self.kind, [[i.line, i.col, i.code, i.rule, i.message, i.severity] for i in self.issues], self.facts]
 
     @classmethod
     def from_cache(cls, path: str, row: list) -> "Analysis":

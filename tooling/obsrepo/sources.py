@@ -80,10 +80,13 @@ def worktree(root: str) -> Source:
     return Source(found, reader)
 
 
-def worktree_in_git(git: Git) -> Source:
+def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | None = None) -> Source:
     """The work tree as git sees it: files git knows unchanged are taken at their index blob id
     (no read, no hash); changed and untracked files are read from disk. Much faster than
-    reading every file when the analysis cache already knows most blobs."""
+    reading every file when the analysis cache already knows most blobs.
+
+    git's "unchanged" compares content through its filters (clean, ident, eol conversion), so
+    `rehash`, given the regular files, names those to read and hash from their raw bytes anyway."""
     root = git.root
     listed: dict[str, Listed] = {}
     for entry in git.ls_files(*DOCUMENT_ROOTS):
@@ -113,6 +116,16 @@ def worktree_in_git(git: Git) -> Source:
                 data = handle.read()
             contents[rel] = data
             listed[rel] = Listed(rel, blob_sha(data), "100755" if st.st_mode & 0o111 else "100644")
+
+    if rehash is not None:
+        for rel in rehash(sorted(p for p, item in listed.items() if item.mode in REGULAR_MODES)):
+            full = os.path.join(root, rel)
+            if rel in contents or not os.path.isfile(full) or os.path.islink(full):
+                continue
+            with open(full, "rb") as handle:
+                data = handle.read()
+            contents[rel] = data
+            listed[rel] = Listed(rel, blob_sha(data), "100755" if os.lstat(full).st_mode & 0o111 else "100644")
 
     def reader(items: list[Listed]) -> Iterator[tuple[Listed, bytes]]:
         for item in items:
