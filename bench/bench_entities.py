@@ -38,9 +38,9 @@ def main() -> None:
     repo = os.path.abspath(args.repo)
 
     from obsrepo.api import Repository
-    from obsrepo.entities import history
-    from obsrepo.scope import ReadScope
-    from obsrepo.snapshots import all_snapshots, snapshot
+    from obsrepo.read.entities import history
+    from obsrepo.read.scope import ReadScope
+    from obsrepo.read.snapshots import all_snapshots, snapshot
 
     api = Repository(repo)
     con = api._reader()

@@ -50,8 +50,8 @@ def in_process(repo: str, reps: int) -> dict[str, float]:
     from obsrepo.gitstore import Git
     from obsrepo.index import IndexFiles, open_reader
     from obsrepo.index.store import index_path
-    from obsrepo.query import QueryRequest, parse_time, run_query
-    from obsrepo.scope import ReadScope
+    from obsrepo.read.query import QueryRequest, parse_time, run_query
+    from obsrepo.read.scope import ReadScope
 
     git = Git(repo)
     con = open_reader(IndexFiles(index_path(repo, None)).path)

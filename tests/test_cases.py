@@ -34,8 +34,11 @@ from typing import Any
 
 import pytest
 
-from obsrepo import graph, rules
-from obsrepo.document import read_document
+from obsrepo.gate import graph
+
+from obsrepo.format import rules
+from obsrepo.format.analyze import analyze
+from obsrepo.format.document import read_document
 
 CASES = Path(__file__).parent / "cases"
 README = Path(__file__).parent.parent / "README.md"
@@ -172,7 +175,7 @@ def _params(cases: list[Case]) -> list[Any]:
 
 
 def _issues(path: str, data: bytes) -> list:
-    analysis = rules.analyze(path, data)
+    analysis = analyze(path, data)
     return analysis.issues + rules.place(path, analysis)
 
 
@@ -202,7 +205,7 @@ def test_invalid_case(case: Case) -> None:
 
 @pytest.mark.parametrize("case", _params(VALID))
 def test_valid_case(case: Case) -> None:
-    analysis = rules.analyze(case.path, case.data)
+    analysis = analyze(case.path, case.data)
     issues = analysis.issues + rules.place(case.path, analysis)
     assert issues == [], "\n".join(i.as_text() for i in issues)
     assert analysis.facts is not None
@@ -316,7 +319,7 @@ def test_repo_case(name: str, cli_runs: dict[str, subprocess.CompletedProcess]) 
 
 def _repository_analyses(name: str) -> dict[str, rules.Analysis]:
     base = CASES / "repo" / name
-    return {p.relative_to(base).as_posix(): rules.analyze(p.relative_to(base).as_posix(), p.read_bytes())
+    return {p.relative_to(base).as_posix(): analyze(p.relative_to(base).as_posix(), p.read_bytes())
             for p in sorted(base.rglob("*.md"))}
 
 

@@ -212,9 +212,9 @@ def _log_named_in(message: str) -> Path:
 
 
 def test_an_internal_error_names_a_log_file_holding_the_traceback(in_repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    import obsrepo.render
+    import obsrepo.cli.render
 
-    monkeypatch.setattr(obsrepo.render, "render_observations", _simulated_bug)
+    monkeypatch.setattr(obsrepo.cli.render, "render_observations", _simulated_bug)
     result = CliRunner().invoke(main, ["query"])
     assert result.exit_code == 5, result.output
     assert "error: INTERNAL_ERROR: " in result.stderr and "Traceback" not in result.stderr
@@ -233,14 +233,14 @@ def test_an_internal_error_names_a_log_file_holding_the_traceback(in_repo: Repo,
 
 def test_an_internal_error_logs_to_the_temporary_folder_when_the_repository_is_not_writable(
         in_repo: Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import obsrepo.render
+    import obsrepo.cli.render
 
     (in_repo.path / ".obsrepo").write_text("not a folder")  # .obsrepo/logs cannot be created
     in_repo.write(".gitignore", ".obsrepo\n")
     temp = tmp_path / "system-temp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    monkeypatch.setattr(obsrepo.render, "render_report", _simulated_bug)
+    monkeypatch.setattr(obsrepo.cli.render, "render_report", _simulated_bug)
     result = CliRunner().invoke(main, ["check"])
     assert result.exit_code == 5, result.output
     log = _log_named_in(result.stderr)

@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from obsrepo.rules import analyze
+from obsrepo.format.analyze import analyze
 
 FRAGMENTS = ["---\n", "spec: observation/v1\n", "id: obs-1\n", "a: &x [1]\n", "b: *x\n", "<<: {}\n",
              "- x\n", "  k: v\n", "? [a]\n", "!!str\n", '"\\u0000"\n', "\t\n", "{[}\n", "%YAML 1.1\n",

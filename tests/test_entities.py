@@ -129,7 +129,7 @@ def test_related_terminates_on_cycles(repo):
 def test_history_skips_only_commits_that_cannot_change_the_entity(story, monkeypatch):
     """History replays the commits that can matter; the answer equals a replay of every commit,
     whatever commits unrelated to the entity, or schema-only commits, lie between."""
-    from obsrepo import entities
+    from obsrepo.read import entities
 
     repo, _ = story
     repo.add(observation("obs-20260411-090000-0010", T4, entity="company/acme", fields={"size": "small"}, priority=100, **ORG),

@@ -589,7 +589,7 @@ def medium(tmp_path_factory: Any) -> tuple[Repo, Path, Any]:
 
 
 def answers(repo: Any) -> Any:
-    from obsrepo.query import QueryRequest
+    from obsrepo.read.query import QueryRequest
 
     return repo.query(QueryRequest(limit=1000)), repo.query(QueryRequest(text="invoice paid", limit=1000))
 
@@ -841,7 +841,7 @@ READER = textwrap.dedent("""
         note(con.execute(SQL).fetchone())
     elif mode == "api":
         from obsrepo.api import Repository
-        from obsrepo.query import QueryRequest
+        from obsrepo.read.query import QueryRequest
         def ask():
             page = Repository(root, index=path).query(QueryRequest(limit=200, scopes=()))
             text = Repository(root, index=path).query(QueryRequest(text="invoice", limit=20))

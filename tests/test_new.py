@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from obsrepo import emit
-from obsrepo.document import read_document
+from obsrepo.format import emit
+from obsrepo.format.document import read_document
 
 
 def run(cwd, *args, input=None):

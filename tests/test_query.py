@@ -194,7 +194,7 @@ def model(data: Data, at: str = "later", *, scopes: tuple[str, ...] = (), type: 
 
 def ask(data: Data, at: str | None = None, tenant: dict[str, str] | None = None,
         where: dict[str, str] | None = None, **request: Any) -> dict[str, Any]:
-    from obsrepo.query import QueryRequest
+    from obsrepo.read.query import QueryRequest
 
     request.setdefault("limit", 1000)
     return data.api(tenant=tenant).query(QueryRequest(**request), at=data.commits.get(at, at) if at else None,
@@ -310,7 +310,7 @@ def test_paging_covers_everything_once_with_a_stable_total(data: Data) -> None:
 
 
 def test_limit_defaults_to_50_and_accepts_1000(data: Data) -> None:
-    from obsrepo.query import QueryRequest
+    from obsrepo.read.query import QueryRequest
 
     page = data.api().query(QueryRequest())
     assert (len(page["observations"]), page["limit"], page["offset"]) == (50, 50, 0)
@@ -521,7 +521,7 @@ REQUESTS = [{"include_retracted": True}, {"text": "kangaroo"}, {"text": "kangaro
 
 def test_another_tenants_files_change_nothing_a_bound_caller_sees(tenant_repos: dict[str, Repo]) -> None:
     from obsrepo.api import Repository
-    from obsrepo.query import QueryRequest
+    from obsrepo.read.query import QueryRequest
 
     def answer(name: str, binding: dict[str, str], request: dict[str, Any]) -> str:
         repo = tenant_repos[name]

@@ -6,7 +6,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from obsrepo.reduce import Obs, reduce_entity
+from obsrepo.format.reduce import Obs, reduce_entity
 
 
 def obs(id, ts, fields, priority=100, specificity=0.0, entity="company/acme", **kw):
@@ -107,7 +107,7 @@ def _sql_snapshots(observations, policies):
     import duckdb
 
     from obsrepo.index.store import load_fts  # noqa: F401 - same DuckDB build as the index
-    from obsrepo.sqlreduce import reduce_all
+    from obsrepo.index.sqlreduce import reduce_all
 
     con = duckdb.connect()
     con.execute("CREATE TABLE c (id VARCHAR, entity VARCHAR, priority INTEGER, specificity DOUBLE, epoch BIGINT, "

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from obsrepo import schemas
+from obsrepo.format import schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_committed_schemas_match_the_models():
     for name, text in schemas.render().items():
         committed = (ROOT / "schemas" / name).read_text(encoding="utf-8")
-        assert committed == text, f"schemas/{name} is stale: run `python -m obsrepo.schemas schemas`"
+        assert committed == text, f"schemas/{name} is stale: run `python -m obsrepo.format.schemas schemas`"
 
 
 def test_schema_allows_extensions_and_refuses_unknown_keys():

@@ -53,7 +53,7 @@ def _scope(repo, at, tenant):
     from obsrepo.gitstore import Git
     from obsrepo.index import IndexFiles, open_reader
     from obsrepo.index.store import index_path
-    from obsrepo.scope import ReadScope
+    from obsrepo.read.scope import ReadScope
 
     git = Git.discover(str(repo.path))
     con = open_reader(IndexFiles(index_path(git.root, None)).path)
@@ -88,7 +88,7 @@ def test_an_unbound_scope_sees_every_tenant_and_scopes_do_not_share_views(two_te
     bound = None
     try:
         assert len(everyone.rows("SELECT id FROM visible")) == 5
-        from obsrepo.scope import ReadScope
+        from obsrepo.read.scope import ReadScope
 
         bound = ReadScope(con, everyone.git, commits["second"], {"org": "globex"})
         assert len(bound.rows("SELECT id FROM visible")) == 2

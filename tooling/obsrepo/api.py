@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from .errors import GitError, UsageError
 from .gitstore import Git
-from .query import QueryRequest
+from .read.query import QueryRequest
 
 
 class Repository:
@@ -56,7 +56,7 @@ class Repository:
         a missing table), rebuild the index from git and run it once more."""
         from .index import IndexFiles, build_index
         from .index.store import damage_errors
-        from .scope import ReadScope
+        from .read.scope import ReadScope
 
         at_sha = self.git.resolve(at, "--at") if at else None
         for attempt in (1, 2):
@@ -83,7 +83,7 @@ class Repository:
     def query(self, request: QueryRequest, at: str | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
         """Scoped observations. `where` narrows by tenant keys (--org/--project/…) inside the
         caller's binding; it can never widen it."""
-        from .query import run_query
+        from .read.query import run_query
 
         request.validate()
         binding = dict(self.tenant)
@@ -97,19 +97,19 @@ class Repository:
     def snapshot(self, entity: str, *, at: str | None = None, as_of: str | None = None,
                  explain: bool = False) -> dict[str, Any]:
         """The entity's snapshot (seed 003's shape) at commit `at`, as of valid time `as_of`."""
-        from .snapshots import parse_as_of, snapshot
+        from .read.snapshots import parse_as_of, snapshot
 
         moment = parse_as_of(as_of) if as_of else None
         return self._read(lambda scope: snapshot(scope, entity, as_of=moment, explain=explain), at)
 
     def provenance(self, entity: str, field: str, *, at: str | None = None) -> dict[str, Any]:
         """Field → winning observation → file, commit, author, source_ref, interpretation."""
-        from .snapshots import provenance
+        from .read.snapshots import provenance
 
         return self._read(lambda scope: provenance(scope, entity, field), at)
 
     def _entities_call(self, name: str, at: str | None, *args: Any, **kwargs: Any) -> Any:
-        from . import entities
+        from .read import entities
 
         function = getattr(entities, name)
         return self._read(lambda scope: function(scope, *args, **kwargs), at)
@@ -147,14 +147,14 @@ class Repository:
 
     def history(self, entity: str) -> dict:
         """How the entity's snapshot changed, commit by commit."""
-        from .entities import history
+        from .read.entities import history
 
         return self._read(lambda scope: history(scope, entity))
 
     def sql(self, statement: str, *, timeout: float = 30.0, memory_limit: str = "1GB") -> tuple[list[str], list[tuple]]:
         """Run one read-only query; returns (column names, rows). It is interrupted after
         `timeout` seconds (QUERY_TIMEOUT) and may use `memory_limit` (QUERY_MEMORY_LIMIT)."""
-        from .sql import DEFAULT_TIMEOUT, check_limits, run_sql
+        from .read.sql import DEFAULT_TIMEOUT, check_limits, run_sql
 
         if self.tenant:
             raise UsageError("`sql` reads every tenant's rows; it is not available to a tenant-bound caller",

@@ -9,23 +9,23 @@ The writer works on a private copy and publishes it atomically (see `store`).
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import IndexFault
 from ..gitstore import Git
-from ..report import Issue
-from ..rules import analyze, kind_of, place
+from ..format.report import Issue
+from ..format.analyze import analyze
+from ..format.rules import kind_of, place
 from . import history
-from .columns import COMP_COLUMNS, OBS_COLUMNS, arrow_types
+from .columns import COMP_COLUMNS, OBS_COLUMNS
 from .plan import UpdatePlan, plan_update
-from .schema import CLASSIFICATION_RANK, FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
+from .rows import SMALL_BATCH, TOKENS, arrow_table, insert_rows, utc
+from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .entity_table import refresh_snapshots
 from .store import IndexFiles, damage_errors, load_fts, publish, unwritable, without_pandas
 
 PARALLEL_THRESHOLD = 2000
-SMALL_BATCH = 64  # rows inserted with plain parameters rather than through Arrow
 
 @dataclass
 class BuildResult:
@@ -78,8 +78,8 @@ def _warm_up_validation() -> None:
     import sys
     import threading
 
-    if "obsrepo.validate" not in sys.modules:
-        threading.Thread(target=__import__, args=("obsrepo.validate",), daemon=True).start()
+    if "obsrepo.format.validate" not in sys.modules:
+        threading.Thread(target=__import__, args=("obsrepo.format.validate",), daemon=True).start()
 
 
 def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
@@ -294,7 +294,7 @@ def _chunk(files: list[list]) -> tuple[Any, list[dict], list[tuple], list[Issue]
     contents = _CHUNK_STATE["git"].read_blobs_at_once([addition[1] for addition in files])
     parsed = [_parse_job((addition[0], data)) for addition, data in zip(files, contents)]
     obs_rows, comp_rows, problem_rows, problems = rows_for(files, parsed, 0, _CHUNK_STATE["info"])
-    batch = _arrow_table("obs_versions", OBS_COLUMNS, obs_rows) if obs_rows else None
+    batch = arrow_table("obs_versions", OBS_COLUMNS, obs_rows) if obs_rows else None
     return batch, comp_rows, problem_rows, problems, len(obs_rows) + len(comp_rows)
 
 
@@ -341,50 +341,6 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], info: dict, firs
     return offset - first_row, problems
 
 
-def _prepare(table: str, columns: list[str], rows: list[dict]) -> None:
-    if table.endswith("obs_versions") or table == "overlay_obs":
-        for row in rows:
-            row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
-            row["special"] = bool(row["retracts"]) or any(r["type"] == "DUPLICATE_OF" for r in row["relations"])
-    for name in ("timestamp", "committed_at", "created", "updated"):
-        if name in columns:
-            for row in rows:
-                row[name] = utc(row[name])
-
-
-def _arrow_table(table: str, columns: list[str], rows: list[dict]) -> Any:
-    import pyarrow as pa
-
-    _prepare(table, columns, rows)
-    types = arrow_types()
-    return pa.table({name: pa.array([row[name] for row in rows], types.get(name, pa.string())) for name in columns})
-
-
-def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> None:
-    if not rows:
-        return
-    if table.endswith("obs_versions") or table == "overlay_obs":
-        # stored by entity, so that one entity's rows sit together and most blocks are skipped
-        rows = sorted(rows, key=lambda r: (r["entity"] or "\uffff", r["id"]))
-    quoted = ", ".join(f'"{c}"' for c in columns)
-    if len(rows) <= SMALL_BATCH:
-        # a few rows (an update, an overlay): plain parameters spare loading pyarrow's dataset module
-        _prepare(table, columns, rows)
-        holes = "(" + ", ".join("?" for _ in columns) + ")"
-        con.execute(f"INSERT INTO {table} ({quoted}) VALUES " + ", ".join(holes for _ in rows),
-                    [row[name] for row in rows for name in columns])
-        return
-    con.register("incoming", _arrow_table(table, columns, rows))
-    con.execute(f"INSERT INTO {table} ({quoted}) SELECT {quoted} FROM incoming")
-    con.unregister("incoming")
-
-
-def utc(moment: datetime) -> datetime:
-    """Naive UTC, as DuckDB TIMESTAMP columns hold it."""
-    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
-
-
-TOKENS = r"regexp_split_to_array(lower(strip_accents({})), '[^\p{{L}}\p{{N}}]+')"  # shared with query.py
 
 
 def index_records(con: Any, table: str, records: str, first_row: int) -> None:

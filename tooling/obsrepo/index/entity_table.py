@@ -22,9 +22,9 @@ COLUMNS = ["entity_id", "entity_type", "snapshot", "provenance", "observation_co
 
 
 def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
-    from ..reduce import merge_map, retracted_ids, survivor
-    from ..reducer_rows import CANDIDATES, all_policies, special_rows
-    from ..sqlreduce import reduce_all
+    from ..format.reduce import merge_map, retracted_ids, survivor
+    from .reducer_rows import CANDIDATES, all_policies, special_rows
+    from .sqlreduce import reduce_all
 
     affected = None if result.full or result.truncated else _affected(result)
     if affected is not None and not affected:
@@ -42,7 +42,7 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
                            [family], special, policies, target)
         con.execute("DELETE FROM entity_snapshots WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))",
                     [sorted(survivors | affected)])
-    from .build import insert_rows
+    from .rows import insert_rows
 
     rows = [{"entity_id": s["entity_id"], "entity_type": s["entity_type"], "snapshot": _json(s["snapshot"]),
              "provenance": _json(s["provenance"]), "observation_count": s["observation_count"],

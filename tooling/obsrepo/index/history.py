@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..gitstore import Change, Git
-from ..sources import DOCUMENT_ROOTS
+from ..gate.sources import DOCUMENT_ROOTS
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..gitstore import Change, Git
-from ..rules import kind_of
+from ..format.rules import kind_of
 from . import history
 from .schema import NOW
 

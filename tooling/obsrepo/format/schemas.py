@@ -1,4 +1,4 @@
-"""The JSON Schemas in `schemas/`, generated from the models (`python -m obsrepo.schemas`)."""
+"""The JSON Schemas in `schemas/`, generated from the models (`python -m obsrepo.format.schemas`)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ import unicodedata
 from datetime import datetime, timezone
 from typing import Any
 
-from .errors import NotFoundError, UsageError
-from .gitstore import Git
+from ..errors import NotFoundError, UsageError
+from ..gitstore import Git
 from .query import RECORD_SQL, _record
 from .scope import ReadScope
 from .snapshots import snapshot
@@ -56,8 +56,8 @@ def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int =
 
 
 def _merges(scope: ReadScope) -> dict[str, str]:
-    from .reduce import merge_map, retracted_ids
-    from .reducer_rows import special_rows
+    from ..format.reduce import merge_map, retracted_ids
+    from ..index.reducer_rows import special_rows
 
     special = special_rows(scope.con, "visible")
     return merge_map(special, retracted_ids(special))
@@ -89,7 +89,7 @@ def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limi
         if name in IDENTIFYING_FIELDS or name.endswith(("_id", "_email", "email", "_name")):
             if normalize(_json.loads(value)) == wanted:
                 found.add(entity)
-    from .reduce import survivor
+    from ..format.reduce import survivor
 
     merges = _merges(scope)
     ids = sorted({survivor(e, merges) for e in found} - {None})
@@ -114,7 +114,7 @@ def observations_of(scope: ReadScope, entity: str, limit: int = 50, offset: int 
 
 def _family(scope: ReadScope, entity: str) -> list[str]:
     """The entity that `entity` resolves to, and every entity merged into it."""
-    from .reduce import survivor
+    from ..format.reduce import survivor
 
     merges = _merges(scope)
     target = survivor(entity, merges)
@@ -147,7 +147,7 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
     a merged-away entity is reached, and listed, only as the entity it was merged into (its
     relationships count for the survivor; the merge itself is no step). The visited set ends
     the walk, so any `hops` ≥ 1 terminates, cycles included."""
-    from .reduce import survivor
+    from ..format.reduce import survivor
 
     if hops < 1:
         raise UsageError("--hops must be at least 1", parameter="--hops")
@@ -212,7 +212,7 @@ def strict_date(value: Any) -> str | None:
             moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
     except ValueError:
         return None
-    from .times import format_timestamp
+    from ..times import format_timestamp
 
     return format_timestamp(moment)
 
@@ -227,7 +227,7 @@ def _event_type(field: str, declared: dict[str, str]) -> str:
 
 def _declared_events(git: Git, commit: str, entity_type: str, cache: dict) -> dict[str, str]:
     if entity_type not in cache:
-        from .entity_schema import read_entity_schema
+        from ..format.entity_schema import read_entity_schema
 
         raw = git.run("cat-file", "blob", f"{commit}:schemas/entities/{entity_type}.yaml", check=False)
         schema = read_entity_schema(f"schemas/entities/{entity_type}.yaml", raw)[0] if raw else None
@@ -240,7 +240,7 @@ def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None
     """Events from date-valued snapshot fields, plus each observation's own timestamp."""
     import hashlib
 
-    from .times import format_timestamp
+    from ..times import format_timestamp
 
     _page(limit, offset)
     clause, extra = "o.entity IS NOT NULL", []
@@ -275,7 +275,7 @@ def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None
                        "event_timestamp": when, "entity_id": entity_id, "field": None, "observation_id": obs_id})
     low = format_timestamp(after) if after else None
     high = format_timestamp(before) if before else None
-    from .reduce import _instant
+    from ..format.reduce import _instant
 
     kept = [e for e in events if (event_type is None or e["event_type"] == event_type)
             and (low is None or _instant(e["event_timestamp"]) >= _instant(low))

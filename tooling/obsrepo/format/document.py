@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
             pass
 
 
-from .errors import VALIDATION_ERROR
+from ..errors import VALIDATION_ERROR
 from .report import Issue
 
 MAX_DOCUMENT_BYTES = 1024 * 1024

@@ -7,13 +7,18 @@ import tempfile
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
-from . import attributes, errors, graph
+from . import attributes
+
+from .. import errors
+
+from . import graph
 from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
 from .cache import AnalysisCache
-from .errors import UsageError
-from .gitstore import NULL_SHA, Change, Entry, Git
-from .report import Issue, Report
-from .rules import Analysis, analyze, kind_of, place
+from ..errors import UsageError
+from ..gitstore import NULL_SHA, Change, Entry, Git
+from ..format.report import Issue, Report
+from ..format.analyze import analyze
+from ..format.rules import Analysis, kind_of, place
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source, commit, staged, worktree_in_git
 
 PARALLEL_THRESHOLD = 2000
@@ -155,7 +160,7 @@ def _entity_schemas(root: str) -> list[Issue]:
     folder = os.path.join(root, "schemas", "entities")
     if not os.path.isdir(folder):
         return []
-    from .entity_schema import read_entity_schema
+    from ..format.entity_schema import read_entity_schema
 
     issues: list[Issue] = []
     for name in sorted(os.listdir(folder)):

@@ -18,7 +18,7 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
-from .errors import QUERY_MEMORY_LIMIT, QUERY_TIMEOUT, QueryLimit, UsageError
+from ..errors import QUERY_MEMORY_LIMIT, QUERY_TIMEOUT, QueryLimit, UsageError
 
 
 DEFAULT_TIMEOUT = 30.0

@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .errors import UsageError
-from .index.columns import RECORD, quoted
-from .index.schema import CLASSIFICATION_RANK
+from ..errors import UsageError
+from ..index.columns import RECORD, quoted
+from ..index.rows import TOKENS
+from ..index.schema import CLASSIFICATION_RANK
 from .scope import TENANT_COLUMNS, ReadScope
-from .times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
+from ..times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
 
 MAX_LIMIT = 1000
 K1, B = 1.2, 0.75
-TOKENS = r"regexp_split_to_array(lower(strip_accents({})), '[^\p{{L}}\p{{N}}]+')"
 
 
 @dataclass

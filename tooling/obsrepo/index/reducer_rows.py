@@ -10,9 +10,9 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from .gitstore import Git
-from .reduce import POLICIES, Obs
-from .times import format_timestamp
+from ..gitstore import Git
+from ..format.reduce import POLICIES, Obs
+from ..times import format_timestamp
 
 ROW = """o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f'), o.entity, o.fields, o.priority, o.specificity,
     o.retracts, o.relations, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user"""
@@ -71,7 +71,7 @@ def load_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
 
 
 def _read_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
-    from .entity_schema import read_entity_schema
+    from ..format.entity_schema import read_entity_schema
 
     raw = git.run("cat-file", "blob", f"{commit}:schemas/entities/{entity_type}.yaml", check=False)
     if not raw:

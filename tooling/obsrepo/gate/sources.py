@@ -11,7 +11,7 @@ import stat
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
-from .gitstore import Entry, Git, blob_sha
+from ..gitstore import Entry, Git, blob_sha
 
 DOCUMENT_ROOTS = ("observations", "comprehension")
 REGULAR_MODES = ("100644", "100755")

@@ -1,6 +1,6 @@
 """Per-document rules: what a document is, where it may live, and the facts kept about it.
 
-`analyze` (in `validate`, loaded on demand with pydantic) never raises on bad input. Its
+`analyze` (in `analyze.py`, which loads `validate` and pydantic on demand) never raises on bad input. Its
 result is plain JSON-able data so that it can be cached by blob id (content-addressed: a
 cached result can never be stale); a run whose documents are all cached never loads pydantic.
 """
@@ -13,7 +13,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import errors
+from .. import errors
 from .report import Issue
 
 OBSERVATIONS_DIR = "observations/"
@@ -84,10 +84,3 @@ def place(path: str, analysis: Analysis) -> list[Issue]:
     if analysis.kind == "comprehension" and posixpath.dirname(path) != "comprehension":
         issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "layout", "comprehension documents live directly in comprehension/"))
     return issues
-
-
-def analyze(path: str, data: bytes, with_record: bool = False) -> Analysis:
-    """Parse, validate and extract facts (see `validate.analyze`)."""
-    from .validate import analyze as _analyze
-
-    return _analyze(path, data, with_record)

@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 import click
 
-from . import errors
-from .errors import ObsrepoError, UsageError
-from .report import NOT_WRITTEN, printable, text_line
+from .. import errors
+from ..errors import ObsrepoError, UsageError
+from ..format.report import NOT_WRITTEN, printable, text_line
 
 FORMATS = click.Choice(["text", "json"])
 
@@ -72,7 +72,7 @@ def _write_crash_log(exc: BaseException) -> str | None:
     try:
         from importlib.metadata import version
 
-        from .gitstore import Git
+        from ..gitstore import Git
 
         try:
             release = version("obsrepo")
@@ -90,7 +90,7 @@ def _write_crash_log(exc: BaseException) -> str | None:
     for folder in folders:
         try:
             if os.path.basename(os.path.dirname(folder)) == ".obsrepo":
-                from .index.store import private_folder
+                from ..index.store import private_folder
 
                 private_folder(os.path.dirname(folder))
             os.makedirs(folder, exist_ok=True)
@@ -206,7 +206,7 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
     relation cycles and, with --base or --staged, that no observation was changed or deleted.
     A repository without commits is checked too.
     """
-    from .check import CheckRequest, run_check
+    from ..gate.check import CheckRequest, run_check
     from .render import render_report
 
     report = run_check(CheckRequest(os.getcwd(), paths, base, staged, progress=_progress_bar("checking")))
@@ -251,7 +251,7 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
     the observation would break a rule (the problems are printed instead, exit 1) or repeats
     one already in the work tree.
     """
-    from .new import create, read_json_input, read_text
+    from ..write.new import create, read_json_input, read_text
 
     if json_input is not None:
         front, body = read_json_input(json_input)
@@ -268,7 +268,7 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
 
 
 def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    from .new import option_timestamp, parse_field
+    from ..write.new import option_timestamp, parse_field
 
     for required in ("source", "event"):
         if not options.get(required):
@@ -325,7 +325,7 @@ def _tenant_option(value: str | None) -> dict[str, str]:
 
 
 def _repository(index: str | None = None, tenant: str | None = None) -> Any:
-    from .api import Repository
+    from ..api import Repository
 
     return Repository(os.getcwd(), index=index, tenant=_tenant_option(tenant), progress=_progress_bar("indexing"))
 
@@ -419,7 +419,7 @@ def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after:
     Builds or updates the index first when it is missing or behind HEAD.
     Prints "No observations found." (short and full) when nothing matches.
     """
-    from .query import QueryRequest, parse_time
+    from ..read.query import QueryRequest, parse_time
     from .render import render_observations
 
     request = QueryRequest(
@@ -454,7 +454,7 @@ def sql(statement: str, output_format: str, timeout: float, memory_limit: str, i
     CALL of a table function without side effects); writes, settings and file access are refused.
     Reads every tenant's rows, so it is refused to a tenant-bound caller.
     """
-    from .sql import render
+    from ..read.sql import render
 
     columns, rows = _repository(index_path).sql(statement, timeout=timeout, memory_limit=memory_limit)
     click.echo(render(columns, rows, output_format))
@@ -671,7 +671,7 @@ def history(entity: str, output_format: str, tenant: str | None, index_path: str
 
 
 def _root() -> str:
-    from .gitstore import Git
+    from ..gitstore import Git
 
     git = Git.discover(os.getcwd())
     return git.root if git else os.getcwd()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import errors
-from .report import Issue
-from .rules import ACYCLIC_RELATIONS, Analysis
+from .. import errors
+from ..format.report import Issue
+from ..format.rules import ACYCLIC_RELATIONS, Analysis
 
 Facts = dict[str, Any]
 

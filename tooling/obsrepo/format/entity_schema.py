@@ -7,7 +7,7 @@ import posixpath
 import re
 from typing import Any
 
-from . import errors
+from .. import errors
 from .report import Issue
 
 POLICIES = ("highest_priority", "last_write", "most_specific", "merge_array")

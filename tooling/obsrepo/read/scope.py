@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .gitstore import Git
+from ..gitstore import Git
 
 TENANT_COLUMNS = {"org": "tenant_org", "project": "tenant_project", "agent": "tenant_agent", "user": "tenant_user"}
 # stored tables keyed by an observation's row id, without tenant columns of their own
@@ -110,7 +110,7 @@ class ReadScope:
             self._views(mine, f"SELECT * FROM overlay_terms WHERE {overlay_ids}",
                         f"SELECT * FROM overlay_doclen WHERE {overlay_ids}", "SELECT * FROM visible")
             return
-        from .index.schema import RECORD_COLUMNS
+        from ..index.schema import RECORD_COLUMNS
 
         self._views(
             f"SELECT * FROM obs_versions WHERE added_seq <= {seq} AND removed_seq > {seq} "

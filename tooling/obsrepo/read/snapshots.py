@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import NotFoundError
-from .reduce import merge_map, reduce_entity, retracted_ids, survivor
-from .reducer_rows import CANDIDATES, ROW, all_policies, as_obs, load_policies, special_rows
+from ..errors import NotFoundError
+from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
+from ..index.reducer_rows import CANDIDATES, ROW, all_policies, as_obs, load_policies, special_rows
 from .scope import ReadScope
-from .times import format_timestamp
+from ..times import format_timestamp
 
 
 def all_snapshots(scope: ReadScope) -> dict[str, dict[str, Any]]:
     """Every entity's snapshot at the scope's commit, reduced in SQL (`sqlreduce`)."""
-    from .sqlreduce import reduce_all
+    from ..index.sqlreduce import reduce_all
 
     return reduce_all(scope.con, CANDIDATES.format(relation="visible", where="TRUE"), [], special_rows(scope.con, "visible"),
                       all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit)
@@ -63,6 +63,6 @@ def provenance(scope: ReadScope, entity: str, field: str) -> dict[str, Any]:
 
 
 def parse_as_of(value: str) -> str:
-    from .times import parse_time
+    from ..times import parse_time
 
     return format_timestamp(parse_time(value, "--as-of"))

@@ -13,9 +13,9 @@ import posixpath
 import re
 from typing import Callable
 
-from . import errors
-from .gitstore import Git
-from .report import Issue
+from .. import errors
+from ..gitstore import Git
+from ..format.report import Issue
 
 ATTRIBUTES = ("filter", "ident", "text", "eol", "crlf", "working-tree-encoding")
 RULE = "git-attributes"

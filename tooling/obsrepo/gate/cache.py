@@ -13,14 +13,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from .gitstore import Git
-from .rules import Analysis, kind_of
+from ..gitstore import Git
+from ..format.rules import Analysis, kind_of
 
-_RULE_MODULES = ("document.py", "model.py", "rules.py", "times.py", "validate.py")
+# the code whose answers the cache holds (paths under the package): a change to any of them
+# discards every cached analysis
+_RULE_MODULES = ("format/document.py", "format/model.py", "format/rules.py", "times.py", "format/validate.py")
 
 
 def _rules_digest() -> str:
-    here = Path(__file__).parent
+    here = Path(__file__).parent.parent
     digest = hashlib.sha256()
     for name in _RULE_MODULES:
         digest.update((here / name).read_bytes())

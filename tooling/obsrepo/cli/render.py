@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .report import Report
+from ..format.report import Report
 
 
 def _escape(value: str, *, prop: bool = False) -> str:

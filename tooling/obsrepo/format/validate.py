@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import errors
+from .. import errors
 from .document import Document, read_document
 from .model import (
     COMPREHENSION_ID,

@@ -23,9 +23,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from . import times
-from .times import TIMESTAMP_PATTERN
-from .times import format_timestamp  # noqa: F401 - re-exported for the readers' convenience
+from .. import times
+from ..times import TIMESTAMP_PATTERN
+from ..times import format_timestamp  # noqa: F401 - re-exported for the readers' convenience
 
 OBSERVATION_SPEC = "observation/v1"
 COMPREHENSION_SPEC = "comprehension/v1"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .reduce import CORRECTION, Obs, merge_map, retracted_ids, survivor
+from ..format.reduce import CORRECTION, Obs, merge_map, retracted_ids, survivor
 
 SQL = """
 WITH cand AS (

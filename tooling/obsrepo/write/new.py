@@ -11,17 +11,22 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from . import emit, errors, graph
-from .cache import AnalysisCache
-from .check import analyze_source
-from .errors import InputError, UsageError
-from .gitstore import Git
-from .model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
-from .times import parse_time
-from .report import NOT_WRITTEN, Issue
-from .rules import analyze, content_hash
-from .document import INT64_MAX, INT64_MIN, MAX_DEPTH, read_document
-from .sources import worktree
+from ..format import emit
+
+from .. import errors
+
+from ..gate import graph
+from ..gate.cache import AnalysisCache
+from ..gate.check import analyze_source
+from ..errors import InputError, UsageError
+from ..gitstore import Git
+from ..format.model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
+from ..times import parse_time
+from ..format.report import NOT_WRITTEN, Issue
+from ..format.analyze import analyze
+from ..format.rules import content_hash
+from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH, read_document
+from ..gate.sources import worktree
 
 
 @dataclass(frozen=True)

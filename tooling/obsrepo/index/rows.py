@@ -1,0 +1,58 @@
+"""Rows into tables: the one way the writer (and a read overlay) inserts rows, by Arrow for
+many and by plain parameters for a few; and the tokenizer shared by BM25 terms and queries."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from .columns import arrow_types
+from .schema import CLASSIFICATION_RANK
+
+SMALL_BATCH = 64  # rows inserted with plain parameters rather than through Arrow
+TOKENS = r"regexp_split_to_array(lower(strip_accents({})), '[^\p{{L}}\p{{N}}]+')"  # text → tokens, for terms and queries
+
+
+def _prepare(table: str, columns: list[str], rows: list[dict]) -> None:
+    if table.endswith("obs_versions") or table == "overlay_obs":
+        for row in rows:
+            row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
+            row["special"] = bool(row["retracts"]) or any(r["type"] == "DUPLICATE_OF" for r in row["relations"])
+    for name in ("timestamp", "committed_at", "created", "updated"):
+        if name in columns:
+            for row in rows:
+                row[name] = utc(row[name])
+
+
+def arrow_table(table: str, columns: list[str], rows: list[dict]) -> Any:
+    import pyarrow as pa
+
+    _prepare(table, columns, rows)
+    types = arrow_types()
+    return pa.table({name: pa.array([row[name] for row in rows], types.get(name, pa.string())) for name in columns})
+
+
+def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> None:
+    if not rows:
+        return
+    if table.endswith("obs_versions") or table == "overlay_obs":
+        # stored by entity, so that one entity's rows sit together and most blocks are skipped
+        rows = sorted(rows, key=lambda r: (r["entity"] or "\uffff", r["id"]))
+    quoted = ", ".join(f'"{c}"' for c in columns)
+    if len(rows) <= SMALL_BATCH:
+        # a few rows (an update, an overlay): plain parameters spare loading pyarrow's dataset module
+        _prepare(table, columns, rows)
+        holes = "(" + ", ".join("?" for _ in columns) + ")"
+        con.execute(f"INSERT INTO {table} ({quoted}) VALUES " + ", ".join(holes for _ in rows),
+                    [row[name] for row in rows for name in columns])
+        return
+    con.register("incoming", arrow_table(table, columns, rows))
+    con.execute(f"INSERT INTO {table} ({quoted}) SELECT {quoted} FROM incoming")
+    con.unregister("incoming")
+
+
+def utc(moment: datetime) -> datetime:
+    """Naive UTC, as DuckDB TIMESTAMP columns hold it."""
+    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+
+
