@@ -87,7 +87,8 @@ def main() -> None:
 
     print(f"documents: {count}   runs: {args.runs} (medians, wall, whole processes)")
     print(f"floor  git ls-tree | cat-file --batch : {floor:7.3f} s  ({count / floor:,.0f} blobs/s)")
-    print(f"check  cold (no cache)                : {check_cold:7.3f} s  ({count / check_cold:,.0f} docs/s, {check_cold / floor:.1f}x floor)")
+    print(f"check  cold (no cache)                : {check_cold:7.3f} s  "
+          f"({count / check_cold:,.0f} docs/s, {check_cold / floor:.1f}x floor)")
     print(f"check  warm (cache)                   : {check_warm:7.3f} s  ({check_warm / floor:.1f}x floor)")
     print(f"check --staged, one new file, cold     : {staged_cold_t:7.3f} s")
     print(f"check --staged, one new file, warm     : {staged_warm:7.3f} s")

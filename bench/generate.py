@@ -335,7 +335,8 @@ def make_entities(rng: random.Random, count: int, tenants: int) -> list[Entity]:
             elif etype == "company":
                 name = COMPANIES[i % len(COMPANIES)]
                 if i >= len(COMPANIES):
-                    name = f"{name} {['Holding', 'Labs', 'Group', 'International', 'Nordic'][i // len(COMPANIES) % 5]} {i // len(COMPANIES)}"
+                    suffix = ['Holding', 'Labs', 'Group', 'International', 'Nordic'][i // len(COMPANIES) % 5]
+                    name = f"{name} {suffix} {i // len(COMPANIES)}"
                 key = slug(name)
             elif etype == "person":
                 name = f"{pick(rng, FIRST)} {pick(rng, LAST)}"
@@ -610,7 +611,8 @@ def gen_incident(e: Entity, rng, ts, ctx):
         s["severity"] = pick(rng, SEVERITIES)
         return ("incident.severity_changed", f"Incident {e.name} severity now {s['severity']}", {"severity": s["severity"]},
                 f"Incident {e.name}", ["Severity re-assessed after impact analysis."])
-    return ("incident.updated", f"Update on {e.name}: {pick(rng, ['root cause found', 'rollback started', 'customers notified', 'fix deployed'])}",
+    update = pick(rng, ['root cause found', 'rollback started', 'customers notified', 'fix deployed'])
+    return ("incident.updated", f"Update on {e.name}: {update}",
             {"customer_impact": rng.random() < 0.5, "updates": e.nobs}, f"Incident {e.name}",
             ["Status page updated."])
 

@@ -18,11 +18,10 @@ that a folder that is not a repository is never taken for part of an enclosing o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from helpers import Repo, git_env
 
 

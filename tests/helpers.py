@@ -20,10 +20,11 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 _ID_TIME = re.compile(r"^obs-(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})(?:-|$)")
 _DEFAULT_TIMESTAMP = "2026-02-13T10:25:00Z"
@@ -35,7 +36,7 @@ class Doc(str):
     path: str
     id: str
 
-    def __new__(cls, text: str, *, path: str, id: str) -> "Doc":
+    def __new__(cls, text: str, *, path: str, id: str) -> Doc:
         doc = super().__new__(cls, text)
         doc.path = path
         doc.id = id
@@ -173,7 +174,7 @@ class CheckResult:
 class Repo:
     """A git repository (or a plain folder) in a temporary folder, driven with a pinned environment."""
 
-    def __init__(self, path: Path, env: dict[str, str], factory: "Callable[..., Repo]") -> None:
+    def __init__(self, path: Path, env: dict[str, str], factory: Callable[..., Repo]) -> None:
         self.path = path
         self.env = env
         self._factory = factory
@@ -217,7 +218,7 @@ class Repo:
     def sha(self, rev: str = "HEAD") -> str:
         return self.git("rev-parse", "--verify", f"{rev}^{{commit}}")
 
-    def clone(self, name: str, *args: str) -> "Repo":
+    def clone(self, name: str, *args: str) -> Repo:
         """`git clone ARGS file://<this repo> <name>` next to this repository."""
         target = self._factory(name, init=False)
         target.path.rmdir()

@@ -7,7 +7,6 @@ Each test builds the attack in a real repository: an attribute plus a change it 
 from __future__ import annotations
 
 import pytest
-
 from helpers import Repo, obs_id, observation
 
 IV = "IMMUTABLE_VIOLATION"

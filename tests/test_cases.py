@@ -33,12 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from obsrepo.gate import graph
-
 from obsrepo.format import rules
 from obsrepo.format.analyze import analyze
 from obsrepo.format.document import read_document
+from obsrepo.gate import graph
 
 CASES = Path(__file__).parent / "cases"
 README = Path(__file__).parent.parent / "README.md"

@@ -2,7 +2,6 @@
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from obsrepo.format.analyze import analyze
 
 FRAGMENTS = ["---\n", "spec: observation/v1\n", "id: obs-1\n", "a: &x [1]\n", "b: *x\n", "<<: {}\n",

@@ -4,7 +4,6 @@ import json
 
 import pytest
 from helpers import observation
-
 from obsrepo import errors
 from obsrepo.api import Repository
 
@@ -184,7 +183,7 @@ def test_the_snapshots_table_follows_every_update_and_equals_the_snapshot_comman
     # acme-ltd lives on in acme; invoice/1 has nothing left (one observation deleted, one retracted)
     assert [row[0] for row in table] == ["company/acme"]
     api = Repository(str(repo.path), index=str(tmp_path / "incremental.duckdb"))
-    for entity_id, entity_type, snapshot, provenance, count, last, deleted in table:
+    for entity_id, _entity_type, snapshot, provenance, count, last, deleted in table:
         answer = api.snapshot(entity_id)
         assert (json.loads(snapshot), json.loads(provenance), count, deleted) == (
             answer["snapshot"], answer["provenance"], answer["observation_count"], answer["deleted"])

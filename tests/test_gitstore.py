@@ -2,7 +2,6 @@
 
 import pytest
 from helpers import observation
-
 from obsrepo.errors import GitError
 from obsrepo.gitstore import Git
 

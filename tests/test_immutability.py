@@ -1,7 +1,8 @@
 """Immutability (docs/design.md §2, §7, §8): against a base revision an observation may only be added.
 
 `check --base REV` checks every commit from the merge base of REV and HEAD to HEAD against its
-parents, then the work tree against HEAD; `check --staged` compares git's index with HEAD. Every test asserts the exit code and the exact issues
+parents, then the work tree against HEAD; `check --staged` compares git's index with HEAD.
+Every test asserts the exit code and the exact issues
 (code, rule, path) of the JSON report, in real repositories.
 """
 
@@ -11,7 +12,6 @@ import os
 import re
 
 import pytest
-
 from helpers import Repo, comprehension, obs_id, observation
 
 IV = "IMMUTABLE_VIOLATION"

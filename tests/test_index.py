@@ -19,21 +19,20 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 import pytest
+from helpers import Repo, comprehension, git_env, obs_id, observation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from helpers import Repo, comprehension, git_env, obs_id, observation
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATE = ROOT / "bench" / "generate.py"

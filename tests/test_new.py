@@ -3,11 +3,9 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from obsrepo.format import emit
 from obsrepo.format.document import read_document
 

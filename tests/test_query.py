@@ -13,13 +13,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from helpers import Repo, git_env, observation
 
 GOLDEN = Path(__file__).parent / "golden"

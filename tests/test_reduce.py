@@ -1,11 +1,9 @@
 """The reducer of docs/design.md §4: each rule, and order independence for all inputs."""
 
 import json
-import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from obsrepo.format.reduce import Obs, reduce_entity
 
 
@@ -40,7 +38,8 @@ def test_policies():
     a = obs("obs-a", "2026-01-01T00:00:00Z", {"f": "a", "tags": ["x", "y"]}, priority=100, specificity=0.9)
     b = obs("obs-b", "2026-02-01T00:00:00Z", {"f": "b", "tags": ["y", "z"]}, priority=100, specificity=0.1)
     c = obs("obs-c", "2026-03-01T00:00:00Z", {"f": "c", "tags": ["w"]}, priority=0, specificity=1.0)
-    run = lambda policy: reduce_entity("company/acme", [a, b, c], {"f": policy, "tags": "merge_array"})
+    def run(policy):
+        return reduce_entity("company/acme", [a, b, c], {"f": policy, "tags": "merge_array"})
     assert run("highest_priority")["snapshot"]["f"] == "a"
     assert run("last_write")["snapshot"]["f"] == "c"
     assert run("most_specific")["snapshot"]["f"] == "c"
@@ -105,9 +104,8 @@ def test_any_order_gives_byte_identical_json(observations, rnd, policy):
 
 def _sql_snapshots(observations, policies):
     import duckdb
-
-    from obsrepo.index.store import load_fts  # noqa: F401 - same DuckDB build as the index
     from obsrepo.index.sqlreduce import reduce_all
+    from obsrepo.index.store import load_fts  # noqa: F401 - same DuckDB build as the index
 
     con = duckdb.connect()
     con.execute("CREATE TABLE c (id VARCHAR, entity VARCHAR, priority INTEGER, specificity DOUBLE, epoch BIGINT, "

@@ -5,7 +5,6 @@ and every public view."""
 from __future__ import annotations
 
 import pytest
-
 from helpers import observation
 
 ACME = {"tenant": {"org": "acme"}}

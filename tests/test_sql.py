@@ -13,11 +13,11 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from helpers import Repo, comprehension, git_env, obs_id, observation
 
 A = observation(obs_id(1), scope=["task/1", "company/acme"], entity="company/acme", type="company.updated",
@@ -125,7 +125,7 @@ def test_comprehensions_and_their_citations(repo: Repo) -> None:
 
 
 def test_public_tables_follow_the_indexed_commit(repo: Repo) -> None:
-    _, rows = sql(repo, "SELECT count(*) FROM observations WHERE id = '%s'" % D.id)
+    _, rows = sql(repo, f"SELECT count(*) FROM observations WHERE id = '{D.id}'")
     assert rows == [(0,)], "a document deleted in history is not in the public tables"
 
 

@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .errors import GitError, UsageError
 from .gitstore import Git

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from .errors import GitError, NotFoundError
 
@@ -45,7 +45,7 @@ class Git:
         self.root = root
         self.env = env or {}
 
-    def with_index(self, index_file: str) -> "Git":
+    def with_index(self, index_file: str) -> Git:
         """The same repository with another index file (GIT_INDEX_FILE), e.g. a commit's tree
         read into a temporary index so that index-only commands see that commit."""
         return Git(self.root, {**self.env, "GIT_INDEX_FILE": index_file})
@@ -64,7 +64,7 @@ class Git:
         return proc.stdout
 
     @staticmethod
-    def discover(cwd: str) -> "Git | None":
+    def discover(cwd: str) -> Git | None:
         """The repository that contains `cwd`, or None outside any repository."""
         try:
             proc = subprocess.run(
@@ -210,10 +210,13 @@ class Git:
             bufsize=1 << 20,
         )
 
+        assert proc.stdin is not None and proc.stdout is not None
+        stdin = proc.stdin
+
         def feed() -> None:
             try:
-                proc.stdin.write("".join(f"{s}\n" for s in wanted).encode())
-                proc.stdin.close()
+                stdin.write("".join(f"{s}\n" for s in wanted).encode())
+                stdin.close()
             except BrokenPipeError:
                 pass
 

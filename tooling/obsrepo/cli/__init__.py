@@ -7,7 +7,8 @@ import json
 import math
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -227,7 +228,8 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 @click.option("--timestamp", help="ISO 8601 with a timezone (default: now, UTC).")
 @click.option("--scope", multiple=True, help="A scope id (repeatable).")
 @click.option("--entity", help="The entity the facts are about: <type>/<key>.")
-@click.option("--field", "fields", multiple=True, metavar="KEY=VALUE", help="A fact about --entity (repeatable; VALUE is JSON when it parses, else text).")
+@click.option("--field", "fields", multiple=True, metavar="KEY=VALUE",
+              help="A fact about --entity (repeatable; VALUE is JSON when it parses, else text).")
 @click.option("--priority", type=int, help="Source priority: 0 AI extraction, 100 structured (default), 1000 a correction.")
 @click.option("--specificity", type=float, help="0..1: breaks ties between values of equal priority (default 0).")
 @click.option("--corrects", multiple=True, metavar="ID", help="The observation this one corrects (repeatable; priority 1000).")
@@ -476,7 +478,8 @@ def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, outp
              tenant: str | None, index_path: str | None) -> int:
     """ENTITY as its observations say it is, field by field.
 
-    ENTITY is type/key (company/acme); each field comes with the observation it came from. Per field the value of the highest priority wins, then the most specific, then the latest;
+    ENTITY is type/key (company/acme); each field comes with the observation it came from.
+    Per field the value of the highest priority wins, then the most specific, then the latest;
     corrections win over everything else, retracted observations do not count, and an entity
     merged into another (DUPLICATE_OF) answers with the survivor.
     """

@@ -24,7 +24,8 @@ def render_report(report: Report, output_format: str) -> None:
     if output_format == "github":
         for i in issues:
             level = "error" if i.severity == "error" else "warning"
-            click.echo(f"::{level} file={_escape(i.path, prop=True)},line={i.line},col={i.col}::{_escape(f'{i.code} {i.message} [{i.rule}]')}")
+            where = f"file={_escape(i.path, prop=True)},line={i.line},col={i.col}"
+            click.echo(f"::{level} {where}::{_escape(f'{i.code} {i.message} [{i.rule}]')}")
     else:
         for i in issues:
             click.echo(i.as_text())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -24,8 +24,10 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from .. import times
-from ..times import TIMESTAMP_PATTERN
-from ..times import format_timestamp  # noqa: F401 - re-exported for the readers' convenience
+from ..times import (
+    TIMESTAMP_PATTERN,
+    format_timestamp,  # noqa: F401 - re-exported for the readers' convenience
+)
 
 OBSERVATION_SPEC = "observation/v1"
 COMPREHENSION_SPEC = "comprehension/v1"
@@ -126,7 +128,7 @@ IdList = Annotated[
         }
     ),
 ]
-Json = Union[None, bool, int, float, str, list[Any], dict[str, Any]]
+Json = None | bool | int | float | str | list[Any] | dict[str, Any]
 TenantValue = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$", max_length=128)]
 
 
@@ -179,7 +181,7 @@ class Observation(_Strict):
     trace_ref: Text | None = None
 
     @model_validator(mode="after")
-    def _shape(self) -> "Observation":
+    def _shape(self) -> Observation:
         if self.fields is not None and self.entity is None:
             raise _fail("fields-need-entity", "`fields` describe an entity: add `entity: <type>/<key>`")
         if self.relations and self.entity is None:
@@ -243,7 +245,7 @@ class Comprehension(_Strict):
     posterior: Posterior
 
     @model_validator(mode="after")
-    def _shape(self) -> "Comprehension":
+    def _shape(self) -> Comprehension:
         if self.updated < self.created:
             raise _fail("comprehension-dates", "`updated` is earlier than `created`")
         missing = [o for o in self.posterior.observations_used if o not in self.observations]

@@ -8,8 +8,9 @@ their order. Nothing here does I/O.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 CORRECTION = 1000
 POLICIES = ("highest_priority", "last_write", "most_specific", "merge_array")

@@ -33,7 +33,7 @@ class Analysis:
         return [self.kind, [[i.line, i.col, i.code, i.rule, i.message, i.severity] for i in self.issues], self.facts]
 
     @classmethod
-    def from_cache(cls, path: str, row: list) -> "Analysis":
+    def from_cache(cls, path: str, row: list) -> Analysis:
         kind, issues, facts = row
         return cls(kind, [Issue(path, *i) for i in issues], facts)
 

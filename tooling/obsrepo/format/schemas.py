@@ -6,9 +6,11 @@ import json
 import sys
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from .model import Comprehension, Observation, json_schema
 
-FILES = {
+FILES: dict[str, type[BaseModel]] = {
     "observation.v1.schema.json": Observation,
     "comprehension.v1.schema.json": Comprehension,
 }

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from .. import errors
-from ..gitstore import Git
 from ..format.report import Issue
+from ..gitstore import Git
 
 ATTRIBUTES = ("filter", "ident", "text", "eol", "crlf", "working-tree-encoding")
 RULE = "git-attributes"

@@ -13,8 +13,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..gitstore import Git
 from ..format.rules import Analysis, kind_of
+from ..gitstore import Git
 
 # the code whose answers the cache holds (paths under the package): a change to any of them
 # discards every cached analysis
@@ -38,7 +38,7 @@ class AnalysisCache:
         self.dirty = False
 
     @classmethod
-    def open(cls, git: Git | None) -> "AnalysisCache":
+    def open(cls, git: Git | None) -> AnalysisCache:
         if git is None or os.environ.get("OBSREPO_NO_CACHE"):
             return cls(None, {}, "")
         try:

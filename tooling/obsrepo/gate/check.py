@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
-
-from . import attributes
 
 from .. import errors
-
-from . import graph
+from ..errors import UsageError
+from ..format.analyze import analyze
+from ..format.report import Issue, Report
+from ..format.rules import Analysis, kind_of, place
+from ..gitstore import NULL_SHA, Change, Entry, Git
+from . import attributes, graph
 from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
 from .cache import AnalysisCache
-from ..errors import UsageError
-from ..gitstore import NULL_SHA, Change, Entry, Git
-from ..format.report import Issue, Report
-from ..format.analyze import analyze
-from ..format.rules import Analysis, kind_of, place
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source, commit, staged, worktree_in_git
 
 PARALLEL_THRESHOLD = 2000
@@ -227,7 +224,8 @@ def _immutability(git: Git, base_sha: str | None, source: Source, analyses: dict
             if any(_is_attributes(c.path) for block in per_parent for c in block):
                 attribute_commits.append(sha)
         before = {e.path for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)}
-    reference = git.ls_tree(head or base_sha, *DOCUMENT_ROOTS) if (head or base_sha) else []
+    ref = head or base_sha
+    reference = git.ls_tree(ref, *DOCUMENT_ROOTS) if ref else []
     if base_sha is None:
         before = {e.path for e in reference}
     judge.changes(_listing_changes(reference, source.listed), "")
@@ -284,6 +282,7 @@ def _listing_changes(reference: list[Entry], listed: list[Listed]) -> list[Chang
     for path in sorted(old.keys() | new.keys()):
         o, n = old.get(path), new.get(path)
         if n is None:
+            assert o is not None
             changes.append(Change("D", o.mode, "000000", o.sha, NULL_SHA, path))
         elif o is None:
             changes.append(Change("A", "000000", n.mode, NULL_SHA, n.sha, path))

@@ -47,8 +47,10 @@ def _loc(facts: Facts, key: str, index: int | None = None) -> tuple[int, int]:
     if index is not None:
         items = facts["loc"].get(f"{key}_items") or []
         if index < len(items):
-            return tuple(items[index])  # type: ignore[return-value]
-    return tuple(facts["loc"].get(key, (1, 1)))  # type: ignore[return-value]
+            line, col = items[index]
+            return line, col
+    line, col = facts["loc"].get(key, (1, 1))
+    return line, col
 
 
 def _first_kept(paths: list[str], added: set[str] | None) -> list[str]:
@@ -97,7 +99,8 @@ def _references(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[st
                 line, col = _loc(facts, key, index)
                 hit = by_id.get(target)
                 if target == facts["id"]:
-                    issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference", f"an observation cannot {key[:-1]} itself"))
+                    issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                        f"an observation cannot {key[:-1]} itself"))
                 elif hit is None or hit[1]["tenant"] != facts["tenant"]:
                     issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, f"{key}-target",
                                         f"`{key}` names '{target}', which does not exist in this tenant"))
@@ -171,7 +174,7 @@ def _merges(live: list[tuple[str, Facts]]) -> list[Issue]:
     for source, edges in sorted(by_source.items()):
         edges.sort(key=lambda e: (e[3]["timestamp"], e[3]["id"], e[4]))
         first = edges[0]
-        for _s, target, path, facts, index in edges[1:]:
+        for _s, _target, path, facts, index in edges[1:]:
             line, col = _loc(facts, "relations", index)
             issues.append(Issue(path, line, col, errors.ENTITY_ALREADY_MERGED, "merged-twice",
                                 f"{source} was already merged into {first[1]} by {first[3]['id']}"))

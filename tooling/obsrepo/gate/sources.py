@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from ..gitstore import Entry, Git, blob_sha
 

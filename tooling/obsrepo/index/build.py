@@ -9,20 +9,21 @@ The writer works on a private copy and publishes it atomically (see `store`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import IndexFault
-from ..gitstore import Git
-from ..format.report import Issue
 from ..format.analyze import analyze
+from ..format.report import Issue
 from ..format.rules import kind_of, place
+from ..gitstore import Git
 from . import history
 from .columns import COMP_COLUMNS, OBS_COLUMNS
+from .entity_table import refresh_snapshots
 from .plan import UpdatePlan, plan_update
 from .rows import SMALL_BATCH, TOKENS, arrow_table, insert_rows, utc
 from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
-from .entity_table import refresh_snapshots
 from .store import IndexFiles, damage_errors, load_fts, publish, unwritable, without_pandas
 
 PARALLEL_THRESHOLD = 2000

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..gitstore import Change, Git
 from ..gate.sources import DOCUMENT_ROOTS
+from ..gitstore import Change, Git
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def chain_since(git: Git, base: str, sha: str) -> list[Commit] | None:
     out = git.run("log", "--first-parent", "--reverse", "-z", "--format=%H%x00%P%x00%cI%x00%an%x00%ae", f"{base}..{sha}",
                   check=False)  # base may be gone (rewritten history, then gc)
     fields = out.split(b"\0")
-    commits = []
+    commits: list[Commit] = []
     for i in range(0, len(fields) - 4, 5):
         sha_, parents, when, name, email = (f.decode("utf-8", "replace") for f in fields[i : i + 5])
         if not commits and parents.split()[:1] != [base]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..gitstore import Change, Git
 from ..format.rules import kind_of
+from ..gitstore import Change, Git
 from . import history
 from .schema import NOW
 
@@ -50,6 +50,7 @@ class UpdatePlan:
 
 def plan_update(git: Git, stored: list[str] | None, target: str) -> UpdatePlan:
     """The plan that brings an index holding chain `stored` (None: no index) to `target`."""
+    since: str | None
     forward = history.chain_since(git, stored[-1], target) if stored else None
     if stored and forward is not None:  # the stored chain is a prefix of the new one
         keep, appended, since = len(stored) - 1, forward, stored[-1]

@@ -10,8 +10,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from ..gitstore import Git
 from ..format.reduce import POLICIES, Obs
+from ..gitstore import Git
 from ..times import format_timestamp
 
 ROW = """o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f'), o.entity, o.fields, o.priority, o.specificity,

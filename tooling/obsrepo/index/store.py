@@ -15,8 +15,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import IndexFault
 from .schema import FORMAT_VERSION
@@ -32,9 +33,8 @@ def index_path(root: str, given: str | None) -> str:
 def load_fts(con: Any) -> None:
     """The fts extension from the `duckdb-extension-fts` package (offline), else DuckDB's own."""
     try:
-        import duckdb_extension_fts
-
         import duckdb
+        import duckdb_extension_fts
 
         folder = Path(duckdb_extension_fts.__file__).parent / "extensions" / f"v{duckdb.__version__}"
         candidates = sorted(folder.glob("fts.duckdb_extension"))

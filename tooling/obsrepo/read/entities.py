@@ -235,7 +235,8 @@ def _declared_events(git: Git, commit: str, entity_type: str, cache: dict) -> di
     return cache[entity_type]
 
 
-def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None = None, after: datetime | None = None, before: datetime | None = None,
+def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None = None,
+             after: datetime | None = None, before: datetime | None = None,
              limit: int = 1000, offset: int = 0) -> dict[str, Any]:
     """Events from date-valued snapshot fields, plus each observation's own timestamp."""
     import hashlib

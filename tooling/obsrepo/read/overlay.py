@@ -14,11 +14,11 @@ OVERLAY_ROWS = -(2**40)  # overlay row ids never meet stored ones
 def build_overlay(con: Any, git: Git, indexed: str, at_sha: str) -> int | None:
     """Fill the overlay tables for `at_sha`; returns the chain position it patches (None: the
     overlay holds every document of the commit)."""
+    from ..gate.sources import DOCUMENT_ROOTS
     from ..index import history
     from ..index.build import index_terms, parse_blobs, rows_for
     from ..index.columns import OBS_COLUMNS
     from ..index.rows import insert_rows
-    from ..gate.sources import DOCUMENT_ROOTS
 
     chain = dict(con.execute("SELECT sha, seq FROM commits").fetchall())
     base, seq = None, None

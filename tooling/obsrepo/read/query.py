@@ -16,8 +16,8 @@ from ..errors import UsageError
 from ..index.columns import RECORD, quoted
 from ..index.rows import TOKENS
 from ..index.schema import CLASSIFICATION_RANK
-from .scope import TENANT_COLUMNS, ReadScope
 from ..times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
+from .scope import TENANT_COLUMNS, ReadScope
 
 MAX_LIMIT = 1000
 K1, B = 1.2, 0.75
@@ -111,6 +111,7 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
     direction = "DESC" if request.order == "desc" else "ASC"
     order = f"timestamp {direction}, id {direction}"
     matching = f"SELECT o.row_id, o.timestamp, o.id FROM visible AS o WHERE {where}"
+    page: list[tuple[int, float | None]]
     if request.text:
         page, total = _text_page(scope, matching, params, request, order)
     else:
@@ -159,7 +160,7 @@ def fetch_records(scope: ReadScope, row_ids: list[int]) -> dict[int, dict[str, A
 
 
 def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequest,
-               order: str) -> tuple[list[tuple[int, float]], int]:
+               order: str) -> tuple[list[tuple[int, float | None]], int]:
     """BM25 over the matching observations: N and the mean length are theirs, so another
     tenant's documents (or any filtered-out ones) never change a score."""
     tokens = TOKENS.format("?")

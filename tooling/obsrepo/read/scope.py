@@ -19,7 +19,8 @@ so the relations take no parameters and compose into any statement.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..gitstore import Git
 
@@ -58,7 +59,8 @@ class ReadScope:
     def rows(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
         return self.con.execute(sql, list(params)).fetchall()
 
-    def one(self, sql: str, params: list[Any] | tuple = ()) -> tuple | None:
+    def one(self, sql: str, params: list[Any] | tuple = ()) -> Any:
+        """The first row (None when there is none)."""
         return self.con.execute(sql, list(params)).fetchone()
 
     def close(self) -> None:

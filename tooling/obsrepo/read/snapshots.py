@@ -10,8 +10,8 @@ from typing import Any
 from ..errors import NotFoundError
 from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
 from ..index.reducer_rows import CANDIDATES, ROW, all_policies, as_obs, load_policies, special_rows
-from .scope import ReadScope
 from ..times import format_timestamp
+from .scope import ReadScope
 
 
 def all_snapshots(scope: ReadScope) -> dict[str, dict[str, Any]]:

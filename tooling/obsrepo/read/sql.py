@@ -20,7 +20,6 @@ from typing import Any
 
 from ..errors import QUERY_MEMORY_LIMIT, QUERY_TIMEOUT, QueryLimit, UsageError
 
-
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MEMORY_LIMIT = "1GB"
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)", re.IGNORECASE)
@@ -151,16 +150,22 @@ _SKIP = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*", re.DOTALL)
 _WORD = re.compile(r"[A-Za-z_]+")
 
 
+def _skip(text: str, at: int) -> int:
+    """Past white space and comments from `at` (the pattern matches the empty string too)."""
+    match = _SKIP.match(text, at)
+    return match.end() if match else at
+
+
 def _explained(text: str) -> str:
     """The statement an `EXPLAIN [ANALYZE] [(options)]` explains (comments allowed between)."""
-    at = _SKIP.match(text).end()
+    at = _skip(text, 0)
     word = _WORD.match(text, at)
     if not word or word.group().upper() != "EXPLAIN":
         raise UsageError("EXPLAIN must come first in an EXPLAIN statement", parameter="STATEMENT")
-    at = _SKIP.match(text, word.end()).end()
+    at = _skip(text, word.end())
     word = _WORD.match(text, at)
     if word and word.group().upper() in ("ANALYZE", "ANALYSE"):
-        at = _SKIP.match(text, word.end()).end()
+        at = _skip(text, word.end())
     if text.startswith("(", at):
         close = text.find(")", at)
         if close < 0:
@@ -208,7 +213,8 @@ def render(columns: list[str], rows: list[tuple], output_format: str) -> str:
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
         for row in rows:
-            writer.writerow(["" if v is None else json.dumps(_plain(v), ensure_ascii=False) if isinstance(v, (list, dict)) else _plain(v) for v in row])
+            writer.writerow(["" if v is None else json.dumps(_plain(v), ensure_ascii=False) if isinstance(v, (list, dict))
+                             else _plain(v) for v in row])
         return buffer.getvalue().rstrip("\n")
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]

@@ -11,22 +11,20 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from ..format import emit
-
 from .. import errors
-
+from ..errors import InputError, UsageError
+from ..format import emit
+from ..format.analyze import analyze
+from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH, read_document
+from ..format.model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
+from ..format.report import NOT_WRITTEN, Issue
+from ..format.rules import content_hash
 from ..gate import graph
 from ..gate.cache import AnalysisCache
 from ..gate.check import analyze_source
-from ..errors import InputError, UsageError
-from ..gitstore import Git
-from ..format.model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
-from ..times import parse_time
-from ..format.report import NOT_WRITTEN, Issue
-from ..format.analyze import analyze
-from ..format.rules import content_hash
-from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH, read_document
 from ..gate.sources import worktree
+from ..gitstore import Git
+from ..times import parse_time
 
 
 @dataclass(frozen=True)
