@@ -38,14 +38,34 @@ def handled(func: Callable[..., int]) -> Callable[..., None]:
         except KeyboardInterrupt:
             code = 130
         except Exception as exc:  # a bug: still one envelope, never a traceback
-            failure = ObsrepoError(f"internal error: {type(exc).__name__}: {exc}", code=errors.INTERNAL_ERROR)
-            if os.environ.get("OBSREPO_DEBUG"):
-                raise
-            _report_error(failure, as_json)
-            code = errors.EXIT_INTERNAL
+            missing = _index_missing(exc)
+            if missing is not None:
+                _report_error(missing, as_json)
+                code = missing.exit_code
+            else:
+                failure = ObsrepoError(f"internal error: {type(exc).__name__}: {exc}", code=errors.INTERNAL_ERROR)
+                if os.environ.get("OBSREPO_DEBUG"):
+                    raise
+                _report_error(failure, as_json)
+                code = errors.EXIT_INTERNAL
         sys.exit(code)
 
     return wrapper
+
+
+# What `pip install .` leaves out: the index extra (`check` and `new` never import these).
+INDEX_MODULES = frozenset({"duckdb", "duckdb_extension_fts", "pyarrow"})
+
+
+def _index_missing(exc: Exception) -> ObsrepoError | None:
+    """A command of the index run where only the gate is installed: an environment problem."""
+    if not isinstance(exc, ModuleNotFoundError) or (exc.name or "").split(".")[0] not in INDEX_MODULES:
+        return None
+    return errors.IndexFault(
+        f"this command needs the index, which is not installed ({exc.name} is missing): "
+        "pip install 'obsrepo[index]' (or, from a clone, pip install '.[index]')",
+        missing=exc.name,
+    )
 
 
 def _refuse_undecodable(kwargs: dict[str, Any]) -> None:
