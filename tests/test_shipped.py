@@ -147,6 +147,21 @@ def test_an_entity_schema_named_to_check_is_read_as_an_entity_schema(repo):
 
 # --- the gate without the index extra -------------------------------------------------------
 
+def _names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
+def test_the_gate_depends_on_click_pydantic_and_pyyaml_only():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert _names(project["dependencies"]) == {"click", "pydantic", "pyyaml"}
+    extras = project["optional-dependencies"]
+    assert _names(extras["index"]) == {"duckdb", "duckdb-extension-fts", "pyarrow"}
+    assert "obsrepo[index]" in extras["test"]  # `pip install ".[test]"` (the README, .ci/run) sets up everything
+    assert 'pip install --quiet ".[test]"' in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
 INDEX_MODULES = ("duckdb", "duckdb_extension_fts", "pyarrow")
 # `python -m obsrepo` in an interpreter where the index extra cannot be imported, as after `pip install .`
 WITHOUT_INDEX = ("import sys, runpy; sys.modules.update(dict.fromkeys({modules!r})); sys.argv[0] = 'obsrepo'; "
