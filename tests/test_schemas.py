@@ -3,7 +3,14 @@
 import json
 from pathlib import Path
 
+import jsonschema
+import pytest
+import regress  # ECMA 262 regular expressions (check-jsonschema's, in the test extra)
+from pydantic import ValidationError as ModelError
+
 from obsrepo import schemas
+from obsrepo.document import read_document
+from obsrepo.model import Observation, split_extensions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +29,6 @@ def test_schema_allows_extensions_and_refuses_unknown_keys():
 
 
 def test_schema_validates_like_the_model():
-    jsonschema = __import__("pytest").importorskip("jsonschema")
     schema = json.loads((ROOT / "schemas" / "observation.v1.schema.json").read_text())
     good = {"spec": "observation/v1", "id": "obs-1", "timestamp": "2026-02-13T10:25:00Z",
             "source": "agent/x", "event": "seen", "x-note": 1}
@@ -38,13 +44,6 @@ def test_schema_validates_like_the_model():
 
 # --- what the JSON Schemas can say, and what only `check` enforces ---------------------------
 
-import pytest  # noqa: E402
-from pydantic import ValidationError as ModelError  # noqa: E402
-
-from obsrepo.document import read_document  # noqa: E402
-from obsrepo.model import Observation, split_extensions  # noqa: E402
-
-jsonschema = pytest.importorskip("jsonschema")
 CASES = ROOT / "tests" / "cases"
 SCHEMAS = {kind: json.loads((ROOT / "schemas" / f"{kind}.v1.schema.json").read_text(encoding="utf-8"))
            for kind in ("observation", "comprehension")}
@@ -52,8 +51,6 @@ SCHEMAS = {kind: json.loads((ROOT / "schemas" / f"{kind}.v1.schema.json").read_t
 
 def _ecma_pattern(validator, pattern, instance, schema):
     """`pattern` as JSON Schema defines it (ECMA 262), as editors and check-jsonschema apply it."""
-    import regress
-
     if validator.is_type(instance, "string") and not regress.Regex(pattern, flags="u").find(instance):
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
