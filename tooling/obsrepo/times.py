@@ -19,7 +19,8 @@ from .errors import UsageError
 TIMESTAMP_PATTERN = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})"
 _TIMESTAMP = re.compile(TIMESTAMP_PATTERN)
 _NO_ZONE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+DATE_PATTERN = r"\d{4}-\d{2}-\d{2}"
+_DATE = re.compile(DATE_PATTERN)
 RANGE = "years 0001..9999 in UTC"
 
 

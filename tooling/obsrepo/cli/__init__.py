@@ -40,10 +40,15 @@ def handled(func: Callable[..., int]) -> Callable[..., None]:
         except KeyboardInterrupt:
             code = 130
         except Exception as exc:  # a bug: still one envelope, never a traceback on screen
-            if os.environ.get("OBSREPO_DEBUG"):
-                raise
-            _report_error(_internal_error(exc), as_json)
-            code = errors.EXIT_INTERNAL
+            missing = _index_missing(exc)
+            if missing is not None:  # only the gate is installed: an environment problem
+                _report_error(missing, as_json)
+                code = missing.exit_code
+            else:
+                if os.environ.get("OBSREPO_DEBUG"):
+                    raise
+                _report_error(_internal_error(exc), as_json)
+                code = errors.EXIT_INTERNAL
         sys.exit(code)
 
     return wrapper
@@ -102,6 +107,21 @@ def _write_crash_log(exc: BaseException) -> str | None:
         except Exception:  # noqa: BLE001 - try the next place
             continue
     return None
+
+
+# What `pip install .` leaves out: the index extra (`check` and `new` never import these).
+INDEX_MODULES = frozenset({"duckdb", "duckdb_extension_fts", "pyarrow"})
+
+
+def _index_missing(exc: Exception) -> ObsrepoError | None:
+    """A command of the index run where only the gate is installed: an environment problem."""
+    if not isinstance(exc, ModuleNotFoundError) or (exc.name or "").split(".")[0] not in INDEX_MODULES:
+        return None
+    return errors.IndexFault(
+        f"this command needs the index, which is not installed ({exc.name} is missing): "
+        "pip install 'obsrepo[index]' (or, from a clone, pip install '.[index]')",
+        missing=exc.name,
+    )
 
 
 def _refuse_undecodable(kwargs: dict[str, Any]) -> None:

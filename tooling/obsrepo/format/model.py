@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 
 from .. import times
 from ..times import (
+    DATE_PATTERN,
     TIMESTAMP_PATTERN,
     format_timestamp,  # noqa: F401 - re-exported for the readers' convenience
 )
@@ -43,6 +44,40 @@ DEFAULT_PRIORITY = 100
 _OBS_ID = re.compile(OBSERVATION_ID)
 _ENTITY = re.compile(ENTITY_ID)
 _REL = re.compile(RELATION_TYPE)
+
+
+# JSON Schema keywords for what the validators below check, for the schemas generated from these
+# models (`python -m obsrepo.format.schemas`). A pattern that must hold up to the end of a string is
+# written as "no match of the forbidden characters" (`not`/`pattern`): Python's `$` also matches
+# before a final newline, ECMA 262's does not, and the schemas must mean the same in both.
+LINE_BREAKS = "\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAKS = "".join(f"\\u{ord(c):04x}" for c in LINE_BREAKS)  # the same characters, as JSON Schema escapes
+ONE_LINE_SCHEMA: dict[str, Any] = {
+    "description": "One line (no LF, CR, VT, FF, U+001C..U+001E, NEL, U+2028 or U+2029) and not blank.",
+    "pattern": "\\S",
+    "not": {"pattern": f"[{_BREAKS}]"},
+}
+TEXT_SCHEMA: dict[str, Any] = {"minLength": 1, "not": {"anyOf": [{"pattern": "[\\n\\r\\t]"}, {"pattern": "^\\s|\\s$"}]}}
+NO_NUL_SCHEMA: dict[str, Any] = {  # every value, however deep: no NUL character
+    "pattern": "^[^\\u0000]*$",
+    "propertyNames": {"pattern": "^[^\\u0000]*$"},
+    "items": {"$ref": "#/$defs/no-nul"},
+    "additionalProperties": {"$ref": "#/$defs/no-nul"},
+}
+_HAS_ENTITY = {"required": ["entity"], "properties": {"entity": {"type": "string"}}}
+OBSERVATION_SCHEMA_RULES: dict[str, Any] = {
+    "allOf": [
+        {"if": {"required": ["fields"], "properties": {"fields": {"type": "object"}}}, "then": _HAS_ENTITY},
+        {"if": {"required": ["relations"], "properties": {"relations": {"type": "array", "minItems": 1}}},
+         "then": _HAS_ENTITY},
+        {"if": {"required": ["corrects"], "properties": {"corrects": {"type": ["string", "array"]}}},
+         "then": {"properties": {"priority": {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 1000}]}}}},
+    ]
+}
+FIELDS_SCHEMA: dict[str, Any] = {
+    "propertyNames": {"pattern": "^([A-Za-z][A-Za-z0-9_]*|_deleted)$", "maxLength": 128},
+    "properties": {"_deleted": {"type": "boolean"}},
+}
 
 
 def _fail(rule: str, message: str, **ctx: Any) -> PydanticCustomError:
@@ -67,7 +102,6 @@ def parse_date_or_timestamp(value: Any) -> datetime:
 
 # every character some reader takes for a line break: LF, VT, FF, CR, FS, GS, RS, NEL, LS, PS
 # (what `str.splitlines` splits on), whether written as is or as a YAML escape
-LINE_BREAKS = "\n\x0b\x0c\r\x1c\x1d\x1e\x85\u2028\u2029"
 _LINE_BREAK = re.compile(f"[{LINE_BREAKS}]")
 
 
@@ -107,14 +141,15 @@ def _unique_strings(value: list[str]) -> list[str]:
 Timestamp = Annotated[
     datetime,
     BeforeValidator(parse_timestamp),
-    WithJsonSchema({"type": "string", "format": "date-time", "pattern": TIMESTAMP_PATTERN}),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": f"^{TIMESTAMP_PATTERN}$"}),
 ]
 DateOrTimestamp = Annotated[
     datetime,
     BeforeValidator(parse_date_or_timestamp),
-    WithJsonSchema({"type": "string", "anyOf": [{"format": "date-time"}, {"format": "date"}]}),
+    WithJsonSchema({"type": "string", "anyOf": [{"format": "date-time", "pattern": f"^{TIMESTAMP_PATTERN}$"},
+                                                {"format": "date", "pattern": f"^{DATE_PATTERN}$"}]}),
 ]
-Text = Annotated[str, AfterValidator(_no_blank), Field(max_length=1000)]
+Text = Annotated[str, AfterValidator(_no_blank), Field(max_length=1000, json_schema_extra=TEXT_SCHEMA)]
 EntityId = Annotated[str, Field(pattern=ENTITY_ID, max_length=256)]
 IdList = Annotated[
     list[str],
@@ -156,17 +191,20 @@ class Relation(_Strict):
 class Observation(_Strict):
     """observation/v1: one immutable, timestamped statement of what was observed."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="observation/v1")
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, title="observation/v1",
+                              json_schema_extra=OBSERVATION_SCHEMA_RULES)
 
     spec: Literal["observation/v1"]
     id: Annotated[str, Field(pattern=OBSERVATION_ID, max_length=96)]
     timestamp: Timestamp
     source: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]*$", max_length=200)]
-    event: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=2000)]
+    event: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=2000, json_schema_extra=ONE_LINE_SCHEMA)]
     type: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", max_length=128)] | None = None
-    scope: Annotated[list[Text], AfterValidator(_unique_strings), Field(max_length=256)] | None = None
+    scope: Annotated[list[Text], AfterValidator(_unique_strings),
+                     Field(max_length=256, json_schema_extra={"uniqueItems": True})] | None = None
     entity: EntityId | None = None
-    fields: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)], Json] | None = None
+    fields: Annotated[dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)], Json],
+                      Field(json_schema_extra=FIELDS_SCHEMA)] | None = None
     priority: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
     specificity: Annotated[float, Field(ge=0, le=1)] | None = None
     corrects: IdList | None = None
@@ -222,7 +260,8 @@ class Posterior(_Strict):
     statement: Annotated[str, Field(min_length=1)]
     confidence: Confidence
     update_reasoning: Annotated[str, Field(min_length=1)]
-    observations_used: Annotated[list[Annotated[str, Field(pattern=OBSERVATION_ID)]], AfterValidator(_unique_strings)]
+    observations_used: Annotated[list[Annotated[str, Field(pattern=OBSERVATION_ID)]], AfterValidator(_unique_strings),
+                                 Field(json_schema_extra={"uniqueItems": True})]
 
 
 class Comprehension(_Strict):
@@ -232,7 +271,7 @@ class Comprehension(_Strict):
 
     spec: Literal["comprehension/v1"]
     id: Annotated[str, Field(pattern=COMPREHENSION_ID, max_length=96)]
-    topic: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=500)]
+    topic: Annotated[str, AfterValidator(_one_line), Field(min_length=1, max_length=500, json_schema_extra=ONE_LINE_SCHEMA)]
     domain: Annotated[str, Field(min_length=1, max_length=200)]
     created: DateOrTimestamp
     updated: DateOrTimestamp
@@ -240,7 +279,8 @@ class Comprehension(_Strict):
     verified: bool = False
     prior: Prior
     observations: Annotated[
-        list[Annotated[str, Field(pattern=OBSERVATION_ID)]], AfterValidator(_unique_strings), Field(min_length=1)
+        list[Annotated[str, Field(pattern=OBSERVATION_ID)]], AfterValidator(_unique_strings),
+        Field(min_length=1, json_schema_extra={"uniqueItems": True})
     ]
     posterior: Posterior
 
@@ -270,4 +310,17 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["patternProperties"] = {"^x-": {}}
-    return schema
+    schema.setdefault("$defs", {})["no-nul"] = NO_NUL_SCHEMA
+    schema["allOf"] = [*schema.get("allOf", []), {"$ref": "#/$defs/no-nul"}]
+    return _at_the_very_end(schema)
+
+
+def _at_the_very_end(node: Any) -> Any:
+    """A pattern's final `$` is the end of the string in ECMA 262, but Python's `re` also lets it
+    match before a final newline (`obs-1\\n`): `$(?!\\n)` means the end of the string in both."""
+    if isinstance(node, dict):
+        return {k: (v + "(?!\\n)" if k == "pattern" and isinstance(v, str) and v.endswith("$") else _at_the_very_end(v))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_at_the_very_end(v) for v in node]
+    return node
