@@ -15,7 +15,8 @@ from typing import Any
 from .errors import UsageError
 from .gitstore import EMPTY_TREE, Git
 from .index.schema import CLASSIFICATION_RANK, NOW, RECORD_COLUMNS
-from .times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
+# parse_time, the one reader of time options, is re-exported for the readers' convenience
+from .times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401
 
 MAX_LIMIT = 1000
 K1, B = 1.2, 0.75
