@@ -251,7 +251,7 @@ def cli(repo: Repo, monkeypatch: pytest.MonkeyPatch) -> Cli:
     return Cli(repo)
 
 
-HOSTILE = settings(max_examples=30, deadline=None, derandomize=True,
+HOSTILE = settings(max_examples=25, deadline=None, derandomize=True,
                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
