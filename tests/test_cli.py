@@ -111,6 +111,7 @@ def test_every_command_that_needs_a_commit_says_so_in_a_repository_without_one(r
         error = _envelope(proc)
         assert (proc.returncode, error["code"]) == (4, "GIT_ERROR"), (argv, proc)
         assert error["message"].startswith(NO_COMMITS), (argv, error)
+    for argv in (["index"], ["query"], ["snapshot", "company/acme"]):
         text = repo.obsrepo(*argv, "--format", TEXT_FORMAT.get(argv[0], "text"))
         assert text.returncode == 4 and text.stderr.startswith(f"error: GIT_ERROR: {NO_COMMITS}"), (argv, text)
     proc = repo.obsrepo("check", "--base", "main", "--format", "json")
@@ -161,19 +162,20 @@ def _unwritable_places(base: Path) -> dict[str, str]:
     return places
 
 
-@pytest.mark.parametrize("command", [["index"], ["query"], ["sql", "SELECT 1"], ["snapshot", "company/acme"]])
-def test_an_index_path_that_cannot_be_created_is_an_index_error(committed: Repo, tmp_path: Path, command: list[str]) -> None:
+def test_an_index_path_that_cannot_be_created_is_an_index_error(committed: Repo, tmp_path: Path) -> None:
     places = tmp_path / "places"
     places.mkdir()
+    commands = [["index"], ["query"], ["sql", "SELECT 1"], ["snapshot", "company/acme"]]
     for what, place in _unwritable_places(places).items():
-        proc = committed.obsrepo(*command, "--index", place, "--format", "json")
-        error = _envelope(proc)
-        assert (proc.returncode, error["code"]) == (4, "INDEX_ERROR"), (what, proc)
-        assert place in error["message"] and "--index" in error["message"], error
-        proc = committed.obsrepo(*command, "--index", place, "--format", TEXT_FORMAT.get(command[0], "text"))
+        for command in commands:
+            proc = committed.obsrepo(*command, "--index", place, "--format", "json")
+            error = _envelope(proc)
+            assert (proc.returncode, error["code"]) == (4, "INDEX_ERROR"), (what, command, proc)
+            assert place in error["message"] and "--index" in error["message"], error
+        proc = committed.obsrepo("query", "--index", place)
         assert proc.returncode == 4 and proc.stderr.startswith("error: INDEX_ERROR: the index cannot be created at "), proc
         by_environment = Repo(committed.path, dict(committed.env, OBSREPO_INDEX=place), None)  # type: ignore[arg-type]
-        proc = by_environment.obsrepo(*command, "--format", "json")
+        proc = by_environment.obsrepo("entities", "--format", "json")
         assert (proc.returncode, _envelope(proc)["code"]) == (4, "INDEX_ERROR"), (what, proc)
     assert (places / "a-pipe").is_fifo(), "the pipe was not replaced"
     assert (places / "plain-file").read_text() == "x"
