@@ -51,6 +51,10 @@ def test_bare_obsrepo_prints_the_help_over_several_lines_and_exits_0(repo: Repo)
     assert lines[0].startswith("Usage: obsrepo") and len(lines) > 20
     assert "Commands:" in lines and "\\n" not in proc.stdout and proc.stderr == ""
     assert all(f"  {name} " in proc.stdout for name in main.commands)
+    in_process = CliRunner().invoke(main, [], prog_name="obsrepo")
+    assert in_process.exit_code == 0 and in_process.stdout.startswith("Usage: obsrepo [OPTIONS] COMMAND")
+    assert "\nCommands:\n" in in_process.stdout
+    assert main(["--version"]) == 0  # arguments given positionally, as a Python caller would
 
 
 def _texts(command: click.Command) -> list[str]:
@@ -106,6 +110,7 @@ def test_every_command_that_needs_a_commit_says_so_in_a_repository_without_one(r
         error = _envelope(proc)
         assert (proc.returncode, error["code"]) == (4, "GIT_ERROR"), (argv, proc)
         assert error["message"].startswith(NO_COMMITS), (argv, error)
+    for argv in (["index"], ["query"], ["snapshot", "company/acme"]):
         text = repo.obsrepo(*argv, "--format", TEXT_FORMAT.get(argv[0], "text"))
         assert text.returncode == 4 and text.stderr.startswith(f"error: GIT_ERROR: {NO_COMMITS}"), (argv, text)
     proc = repo.obsrepo("check", "--base", "main", "--format", "json")
@@ -156,19 +161,20 @@ def _unwritable_places(base: Path) -> dict[str, str]:
     return places
 
 
-@pytest.mark.parametrize("command", [["index"], ["query"], ["sql", "SELECT 1"], ["snapshot", "company/acme"]])
-def test_an_index_path_that_cannot_be_created_is_an_index_error(committed: Repo, tmp_path: Path, command: list[str]) -> None:
+def test_an_index_path_that_cannot_be_created_is_an_index_error(committed: Repo, tmp_path: Path) -> None:
     places = tmp_path / "places"
     places.mkdir()
+    commands = [["index"], ["query"], ["sql", "SELECT 1"], ["snapshot", "company/acme"]]
     for what, place in _unwritable_places(places).items():
-        proc = committed.obsrepo(*command, "--index", place, "--format", "json")
-        error = _envelope(proc)
-        assert (proc.returncode, error["code"]) == (4, "INDEX_ERROR"), (what, proc)
-        assert place in error["message"] and "--index" in error["message"], error
-        proc = committed.obsrepo(*command, "--index", place, "--format", TEXT_FORMAT.get(command[0], "text"))
+        for command in commands:
+            proc = committed.obsrepo(*command, "--index", place, "--format", "json")
+            error = _envelope(proc)
+            assert (proc.returncode, error["code"]) == (4, "INDEX_ERROR"), (what, command, proc)
+            assert place in error["message"] and "--index" in error["message"], error
+        proc = committed.obsrepo("query", "--index", place)
         assert proc.returncode == 4 and proc.stderr.startswith("error: INDEX_ERROR: the index cannot be created at "), proc
         by_environment = Repo(committed.path, dict(committed.env, OBSREPO_INDEX=place), None)  # type: ignore[arg-type]
-        proc = by_environment.obsrepo(*command, "--format", "json")
+        proc = by_environment.obsrepo("entities", "--format", "json")
         assert (proc.returncode, _envelope(proc)["code"]) == (4, "INDEX_ERROR"), (what, proc)
     assert (places / "a-pipe").is_fifo(), "the pipe was not replaced"
     assert (places / "plain-file").read_text() == "x"

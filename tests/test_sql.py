@@ -327,12 +327,18 @@ def test_a_long_statement_is_stopped_after_the_timeout(repo: Repo) -> None:
 
 
 def test_memory_is_bounded(repo: Repo) -> None:
+    import duckdb
     from obsrepo.api import Repository
     from obsrepo.errors import QueryLimit
 
+    def as_duckdb_shows(amount: str) -> str:
+        con = duckdb.connect()
+        con.execute(f"SET memory_limit = '{amount}'")
+        return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
     api = Repository(str(repo.path))
-    assert api.sql("SELECT current_setting('memory_limit') AS m")[1] == [("953.6 MiB",)]  # 1GB by default
-    assert api.sql("SELECT current_setting('memory_limit') AS m", memory_limit="512mb")[1] == [("488.2 MiB",)]
+    assert api.sql("SELECT current_setting('memory_limit') AS m")[1] == [(as_duckdb_shows("1GB"),)]  # the default
+    assert api.sql("SELECT current_setting('memory_limit') AS m", memory_limit="512mb")[1] == [(as_duckdb_shows("512MB"),)]
     with pytest.raises(QueryLimit) as caught:
         api.sql("SELECT string_agg(range::VARCHAR, ',') FROM range(20000000)", memory_limit="10MB")
     assert (caught.value.code, caught.value.exit_code) == ("QUERY_MEMORY_LIMIT", 4)

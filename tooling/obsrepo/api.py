@@ -155,11 +155,11 @@ class Repository:
     def sql(self, statement: str, *, timeout: float = 30.0, memory_limit: str = "1GB") -> tuple[list[str], list[tuple]]:
         """Run one read-only query; returns (column names, rows). It is interrupted after
         `timeout` seconds (QUERY_TIMEOUT) and may use `memory_limit` (QUERY_MEMORY_LIMIT)."""
-        from .read.sql import DEFAULT_TIMEOUT, check_limits, run_sql
+        from .read.sql import check_limits, run_sql
 
         if self.tenant:
             raise UsageError("`sql` reads every tenant's rows; it is not available to a tenant-bound caller",
                              parameter="--tenant")
-        memory_limit = check_limits(timeout if timeout is not None else DEFAULT_TIMEOUT, memory_limit)
+        memory_limit = check_limits(timeout, memory_limit)
         return self._read(lambda con: run_sql(con, statement, timeout=timeout, memory_limit=memory_limit),
                           scoped=False, memory_limit=memory_limit)

@@ -162,14 +162,13 @@ def _report_error(exc: ObsrepoError, as_json: bool) -> None:
 class _Group(click.Group):
     """Usage errors from click become VALIDATION_ERROR with exit 2 (and JSON when asked)."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D401
+    def main(self, args: Any = None, *rest: Any, **kwargs: Any) -> Any:  # noqa: D401
         kwargs["standalone_mode"] = False
-        argv = kwargs.get("args")
-        argv = list(argv) if argv is not None else sys.argv[1:]
+        argv = list(args) if args is not None else sys.argv[1:]
         if not argv:  # bare `obsrepo`: the help, as `obsrepo --help` prints it
-            argv = kwargs["args"] = ["--help"]
+            argv = ["--help"]
         try:
-            return super().main(*args, **kwargs)
+            return super().main(argv, *rest, **kwargs)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
