@@ -24,7 +24,9 @@ class Repository:
         """`progress(done, total)` is called while a missing or outdated index is built for a read."""
         git = Git.discover(path)
         if git is None:
-            raise GitError(f"{os.path.abspath(path)} is not inside a git repository")
+            where = os.path.abspath(path)
+            raise GitError(f"{where} is not inside a git repository; obsrepo works on a git repository "
+                           "(run it from inside one)", cwd=where)
         self.git = git
         self.root = git.root
         from .index.store import index_path
@@ -32,6 +34,21 @@ class Repository:
         self.index_file = index_path(self.root, index)
         self.tenant = dict(tenant or {})
         self.progress = progress
+
+    # -- the gate and the work tree -----------------------------------------------------
+    def check(self, paths: tuple[str, ...] = (), *, base: str | None = None, staged: bool = False,
+              cwd: str | None = None, progress: Callable[[int, int], None] | None = None) -> Any:
+        """`obsrepo check`: every document, the repository rules and, with `base` or `staged`,
+        immutability commit by commit. PATHS are relative to `cwd` (default the root). Returns
+        a `Report` (`.ok`, `.issues`)."""
+        from .gate.check import CheckRequest, run_check
+
+        return run_check(CheckRequest(cwd or self.root, tuple(paths), base, staged, progress=progress))
+
+    def new(self, front: dict[str, Any], body: str = "") -> Any:
+        """`obsrepo new`: one new observation file in the work tree, validated as `check` would;
+        returns `Created` (`.id`, `.path`, `.content_hash`)."""
+        return new_observation(self.root, front, body, tenant=self.tenant)
 
     # -- index -------------------------------------------------------------------------
     def index(self, rev: str | None = None, *, full: bool = False, strict: bool = False,
@@ -163,3 +180,21 @@ class Repository:
         memory_limit = check_limits(timeout, memory_limit)
         return self._read(lambda con: run_sql(con, statement, timeout=timeout, memory_limit=memory_limit),
                           scoped=False, memory_limit=memory_limit)
+
+
+def new_observation(path: str, front: dict[str, Any], body: str = "", *, tenant: dict[str, str] | None = None) -> Any:
+    """`Repository.new` for any folder, a git repository or not (its root when it is one)."""
+    from .write.new import create
+
+    git = Git.discover(path)
+    return create(git.root if git else path, _stamped(front, tenant) if tenant else front, body)
+
+
+def _stamped(front: dict[str, Any], tenant: dict[str, str]) -> dict[str, Any]:
+    """A bound caller writes within its binding: the tenant is stamped, a different one refused."""
+    given = front.get("tenant")
+    if given is None:
+        return {**front, "tenant": dict(tenant)}
+    if not isinstance(given, dict) or any(given.get(key, value) != value for key, value in tenant.items()):
+        raise UsageError("the observation's tenant lies outside the caller's binding", parameter="tenant")
+    return {**front, "tenant": {**given, **tenant}}

@@ -15,6 +15,7 @@ import click
 from .. import errors
 from ..errors import ObsrepoError, UsageError
 from ..format.report import NOT_WRITTEN, printable, text_line
+from ..params import binding_from, parse_binding
 
 FORMATS = click.Choice(["text", "json"])
 
@@ -226,10 +227,11 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
     relation cycles and, with --base or --staged, that no observation was changed or deleted.
     A repository without commits is checked too.
     """
-    from ..gate.check import CheckRequest, run_check
+    from ..api import Repository
     from .render import render_report
 
-    report = run_check(CheckRequest(os.getcwd(), paths, base, staged, progress=_progress_bar("checking")))
+    report = Repository(os.getcwd()).check(paths, base=base, staged=staged, cwd=os.getcwd(),
+                                           progress=_progress_bar("checking"))
     render_report(report, output_format)
     return errors.EXIT_OK if report.ok else errors.EXIT_PROBLEMS
 
@@ -272,7 +274,8 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
     the observation would break a rule (the problems are printed instead, exit 1) or repeats
     one already in the work tree.
     """
-    from ..write.new import create, read_json_input, read_text
+    from ..api import new_observation
+    from ..write.new import read_json_input, read_text
 
     if json_input is not None:
         front, body = read_json_input(json_input)
@@ -280,7 +283,7 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
         front, body = _front_from_flags(options)
         if body == "-":
             body = read_text("-", "--body")
-    created = create(_root(), front, body)
+    created = new_observation(os.getcwd(), front, body)
     if output_format == "json":
         _emit_json(created.as_dict())
     else:
@@ -318,37 +321,16 @@ def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
             raise UsageError("--relation expects TYPE=TARGET", parameter="--relation")
         front["relations"] = [{"type": t, "target": target} for t, _, target in pairs]
     if options["tenant"]:
-        front["tenant"] = parse_tenant(options["tenant"], "--tenant")
+        front["tenant"] = parse_binding(options["tenant"], "--tenant")
     if options["data"] is not None:
         front["data"] = parse_field(f"data={options['data']}", "--data")[1]
     return front, options.get("body") or ""
 
 
-def parse_tenant(text: str, parameter: str) -> dict[str, str]:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError(f"{parameter} is not valid UTF-8 text", parameter=parameter) from None
-    binding: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.strip().partition("=")
-        if not sep or key not in ("org", "project", "agent", "user") or not value or key in binding:
-            raise UsageError(f"{parameter} expects org=…[,project=…,agent=…,user=…], got '{text}'", parameter=parameter)
-        binding[key] = value
-    return binding
-
-
-def _tenant_option(value: str | None) -> dict[str, str]:
-    if value is not None:
-        return parse_tenant(value, "--tenant")  # an empty binding is refused, never "every tenant"
-    text = os.environ.get("OBSREPO_TENANT")  # set but empty is refused too: never "every tenant"
-    return parse_tenant(text, "OBSREPO_TENANT") if text is not None else {}
-
-
 def _repository(index: str | None = None, tenant: str | None = None) -> Any:
     from ..api import Repository
 
-    return Repository(os.getcwd(), index=index, tenant=_tenant_option(tenant), progress=_progress_bar("indexing"))
+    return Repository(os.getcwd(), index=index, tenant=binding_from(tenant), progress=_progress_bar("indexing"))
 
 
 index_option = click.option("--index", "index_path", metavar="PATH", envvar="OBSREPO_INDEX",
@@ -690,10 +672,3 @@ def history(entity: str, output_format: str, tenant: str | None, index_path: str
     Every field that changed, with the commit, its author and the observation that changed it.
     """
     return _json_out(_repository(index_path, tenant).history(entity), output_format)
-
-
-def _root() -> str:
-    from ..gitstore import Git
-
-    git = Git.discover(os.getcwd())
-    return git.root if git else os.getcwd()

@@ -13,19 +13,13 @@ from typing import Any
 
 from ..errors import NotFoundError, UsageError
 from ..gitstore import Git
+from ..params import check_page
 from .query import RECORD_SQL, _record
 from .scope import ReadScope
 from .snapshots import snapshot
 
 IDENTIFYING_FIELDS = ("name", "legal_name", "email", "title", "display_name", "username", "handle", "slug",
                       "number", "invoice_number", "external_id", "vat_id")
-
-
-def _page(limit: int, offset: int) -> None:
-    if not 1 <= limit <= 1000:
-        raise UsageError("--limit must be between 1 and 1000", parameter="--limit")
-    if offset < 0:
-        raise UsageError("--offset must not be negative", parameter="--offset")
 
 
 def _summaries(scope: ReadScope, entity_ids: list[str]) -> list[dict[str, Any]]:
@@ -43,7 +37,7 @@ def _summaries(scope: ReadScope, entity_ids: list[str]) -> list[dict[str, Any]]:
 
 
 def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-    _page(limit, offset)
+    check_page(limit, offset)
     clause, params = "o.entity IS NOT NULL", []
     if entity_type:
         clause += " AND o.entity_type = ?"
@@ -71,7 +65,7 @@ def normalize(text: str) -> str:
 
 def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limit: int = 50,
          offset: int = 0) -> dict[str, Any]:
-    _page(limit, offset)
+    check_page(limit, offset)
     wanted = normalize(identifier)
     if not wanted:
         raise UsageError("IDENTIFIER has no letters or digits", parameter="IDENTIFIER")
@@ -99,7 +93,7 @@ def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limi
 
 
 def observations_of(scope: ReadScope, entity: str, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-    _page(limit, offset)
+    check_page(limit, offset)
     snap = snapshot(scope, entity)  # ENTITY_NOT_FOUND, merges
     family = _family(scope, entity)
     rows = scope.rows(
@@ -243,7 +237,7 @@ def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None
 
     from ..times import format_timestamp
 
-    _page(limit, offset)
+    check_page(limit, offset)
     clause, extra = "o.entity IS NOT NULL", []
     if entity:
         family = _family(scope, entity)

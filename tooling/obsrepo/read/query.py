@@ -16,10 +16,10 @@ from ..errors import UsageError
 from ..index.columns import RECORD, quoted
 from ..index.rows import TOKENS
 from ..index.schema import CLASSIFICATION_RANK
+from ..params import check_page
 from ..times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
 from .scope import TENANT_COLUMNS, ReadScope
 
-MAX_LIMIT = 1000
 K1, B = 1.2, 0.75
 
 
@@ -39,10 +39,7 @@ class QueryRequest:
     order: str = "desc"
 
     def validate(self) -> None:
-        if not 1 <= self.limit <= MAX_LIMIT:
-            raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}", parameter="--limit")
-        if self.offset < 0:
-            raise UsageError("--offset must not be negative", parameter="--offset")
+        check_page(self.limit, self.offset)
         if self.order not in ("asc", "desc"):
             raise UsageError("--order is asc or desc", parameter="--order")
         for name in ("after", "before"):

@@ -1,0 +1,57 @@
+"""The library is the whole surface: check, new and every read go through `Repository`."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import observation
+from obsrepo.api import Repository
+from obsrepo.errors import GitError, UsageError
+
+
+def test_check_and_new_through_the_repository(repo):
+    repo.add(observation("obs-20260101-090000-0001", "2026-01-01T09:00:00Z"))
+    repo.commit("one")
+    api = Repository(str(repo.path))
+    assert api.check().ok
+    created = api.new({"source": "agent/x", "event": "seen", "timestamp": "2026-01-02T09:00:00Z"})
+    assert (repo.path / created.path).is_file()
+    assert api.check(base="HEAD").ok
+    (repo.path / created.path).write_text("not a document", encoding="utf-8")
+    report = api.check((created.path,))
+    assert not report.ok and {i.path for i in report.issues} == {created.path}
+
+
+def test_a_bound_writer_stamps_its_tenant_and_cannot_write_outside_it(repo):
+    repo.add(observation("obs-20260101-090000-0001", "2026-01-01T09:00:00Z"))
+    repo.commit("one")
+    api = Repository(str(repo.path), tenant={"org": "acme"})
+    created = api.new({"source": "agent/x", "event": "seen", "timestamp": "2026-01-02T09:00:00Z",
+                       "tenant": {"project": "web"}})
+    text = (repo.path / created.path).read_text(encoding="utf-8")
+    assert "org: acme" in text and "project: web" in text
+    with pytest.raises(UsageError):
+        api.new({"source": "agent/x", "event": "other", "tenant": {"org": "globex"}})
+
+
+def test_a_folder_outside_git_is_a_git_error(tmp_path):
+    with pytest.raises(GitError) as caught:
+        Repository(str(tmp_path))
+    assert caught.value.exit_code == 4
+
+
+def test_one_parser_for_tenants_and_pages():
+    from obsrepo.params import binding_from, check_page
+
+    assert binding_from("org=a,project=p") == {"org": "a", "project": "p"}
+    assert binding_from(None, {}) == {}
+    for bad in ("", "org=", "team=x", "org=a,org=b"):
+        with pytest.raises(UsageError):
+            binding_from(bad)
+    with pytest.raises(UsageError) as caught:
+        binding_from(None, {"OBSREPO_TENANT": ""})
+    assert caught.value.details["parameter"] == "OBSREPO_TENANT"
+    check_page(1000, 0)
+    for limit, offset in ((0, 0), (1001, 0), (1, -1)):
+        with pytest.raises(UsageError):
+            check_page(limit, offset)
