@@ -55,3 +55,26 @@ def test_one_parser_for_tenants_and_pages():
     for limit, offset in ((0, 0), (1001, 0), (1, -1)):
         with pytest.raises(UsageError):
             check_page(limit, offset)
+
+
+def test_duckdb_failures_leave_the_library_as_obsrepo_errors(repo, monkeypatch):
+    """Not damage (that rebuilds) but any other DuckDB error: one error root for every caller."""
+    import duckdb
+
+    from obsrepo.errors import ObsrepoError
+    from obsrepo.read import query as query_module
+    from obsrepo.read.query import QueryRequest
+
+    repo.add(observation("obs-20260101-090000-0001", "2026-01-01T09:00:00Z"))
+    repo.commit("one")
+    api = Repository(str(repo.path))
+    assert api.query(QueryRequest())["total"] == 1
+
+    def broken(scope, request):
+        scope.rows("SELECT no_such_column FROM visible")
+
+    monkeypatch.setattr(query_module, "run_query", broken)
+    with pytest.raises(ObsrepoError) as caught:
+        api.query(QueryRequest())
+    assert caught.value.code == "INTERNAL_ERROR" and caught.value.details["duckdb"] == "BinderException"
+    assert isinstance(caught.value.__cause__, duckdb.Error)

@@ -13,7 +13,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .errors import GitError, UsageError
+from . import errors
+from .errors import GitError, ObsrepoError, UsageError
 from .gitstore import Git
 from .read.query import QueryRequest
 
@@ -92,6 +93,9 @@ class Repository:
                     from .errors import IndexFault
 
                     raise IndexFault(f"the index is damaged and rebuilding did not help: {exc}") from None
+            except _duckdb_error() as exc:  # any other DuckDB failure leaves the library as one of ours
+                raise ObsrepoError(f"the index could not answer: {type(exc).__name__}: {exc}",
+                                   code=errors.INTERNAL_ERROR, duckdb=type(exc).__name__) from exc
             finally:
                 con.close()
             build_index(self.git, IndexFiles(self.index_file), self.git.resolve("HEAD"), full=True)
@@ -180,6 +184,12 @@ class Repository:
         memory_limit = check_limits(timeout, memory_limit)
         return self._read(lambda con: run_sql(con, statement, timeout=timeout, memory_limit=memory_limit),
                           scoped=False, memory_limit=memory_limit)
+
+
+def _duckdb_error() -> type[BaseException]:
+    import duckdb
+
+    return duckdb.Error
 
 
 def new_observation(path: str, front: dict[str, Any], body: str = "", *, tenant: dict[str, str] | None = None) -> Any:

@@ -338,6 +338,12 @@ index_option = click.option("--index", "index_path", metavar="PATH", envvar="OBS
 tenant_option = click.option("--tenant", metavar="org=…[,project=…]", help="Bind every read to this tenant (or OBSREPO_TENANT).")
 
 
+def read_options(func: Callable) -> Callable:
+    """The options every read command has: the tenant binding and the index file. The command
+    receives them as `tenant` and `index_path` and hands them to `_repository`."""
+    return tenant_option(index_option(func))
+
+
 @main.command("index", epilog=examples("obsrepo index", "obsrepo index --rev v1.2 --index /tmp/v1.duckdb", "obsrepo index --full --strict"))
 @click.option("--rev", default=None, metavar="REV", help="The commit to index (default HEAD).")
 @click.option("--full", is_flag=True, help="Rebuild from scratch instead of updating.")
@@ -410,8 +416,7 @@ def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] 
 @click.option("--format", "output_format", type=click.Choice(["short", "full", "json", "jsonl"]), default="short", show_default=True,
               help="short: one line each; full: source, body, data and scopes too; json: one page object; "
                    "jsonl: one record per line.")
-@tenant_option
-@index_option
+@read_options
 @handled
 def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after: str | None, before: str | None,
           entity: str | None, org: str | None, project: str | None, agent: str | None, user: str | None,
@@ -472,8 +477,7 @@ def sql(statement: str, output_format: str, timeout: float, memory_limit: str, i
 @click.option("--explain", is_flag=True, help="Every candidate value per field, and the rule that decided.")
 @click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
               help="json: the snapshot object; text: one line per field with its source.")
-@tenant_option
-@index_option
+@read_options
 @handled
 def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, output_format: str,
              tenant: str | None, index_path: str | None) -> int:
@@ -500,8 +504,7 @@ def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, outp
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
 @click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
               help="json: one object; text: one line per key.")
-@tenant_option
-@index_option
+@read_options
 @handled
 def provenance(entity: str, field: str, at: str | None, output_format: str, tenant: str | None,
                index_path: str | None) -> int:
@@ -546,8 +549,7 @@ def _paged(func: Callable) -> Callable:
 @_paged
 @at_option
 @json_or_text
-@tenant_option
-@index_option
+@read_options
 @handled
 def entities(entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str, tenant: str | None,
              index_path: str | None) -> int:
@@ -564,8 +566,7 @@ def entities(entity_type: str | None, limit: int, offset: int, at: str | None, o
 @_paged
 @at_option
 @json_or_text
-@tenant_option
-@index_option
+@read_options
 @handled
 def find(identifier: str, entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str,
          tenant: str | None, index_path: str | None) -> int:
@@ -582,8 +583,7 @@ def find(identifier: str, entity_type: str | None, limit: int, offset: int, at: 
 @_paged
 @at_option
 @json_or_text
-@tenant_option
-@index_option
+@read_options
 @handled
 def observations(entity: str, limit: int, offset: int, at: str | None, output_format: str, tenant: str | None,
                  index_path: str | None) -> int:
@@ -601,8 +601,7 @@ def observations(entity: str, limit: int, offset: int, at: str | None, output_fo
               help="out: ENTITY's own relations; in: those pointing at it; both.")
 @at_option
 @json_or_text
-@tenant_option
-@index_option
+@read_options
 @handled
 def relations(entity: str, types: tuple[str, ...], direction: str, at: str | None, output_format: str,
               tenant: str | None, index_path: str | None) -> int:
@@ -622,8 +621,7 @@ def relations(entity: str, types: tuple[str, ...], direction: str, at: str | Non
 @click.option("--hops", type=int, default=1, show_default=True, help="How many relations away to go (1 or more).")
 @at_option
 @json_or_text
-@tenant_option
-@index_option
+@read_options
 @handled
 def related(entity: str, types: tuple[str, ...], direction: str, hops: int, at: str | None, output_format: str,
             tenant: str | None, index_path: str | None) -> int:
@@ -645,8 +643,7 @@ def related(entity: str, types: tuple[str, ...], direction: str, hops: int, at: 
 @click.option("--offset", type=int, default=0, help="Skip this many first (for the next page).")
 @at_option
 @json_or_text
-@tenant_option
-@index_option
+@read_options
 @handled
 def timeline(entity: str | None, event_type: str | None, after: str | None, before: str | None, limit: int, offset: int,
              at: str | None, output_format: str, tenant: str | None, index_path: str | None) -> int:
@@ -663,8 +660,7 @@ def timeline(entity: str | None, event_type: str | None, after: str | None, befo
 @main.command(epilog=examples("obsrepo history company/acme", "obsrepo history company/acme --format json"))
 @click.argument("entity")
 @json_or_text
-@tenant_option
-@index_option
+@read_options
 @handled
 def history(entity: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
     """How ENTITY's snapshot changed, commit by commit.
