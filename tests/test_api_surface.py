@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from helpers import observation
 from obsrepo.api import Repository
 from obsrepo.errors import GitError, UsageError
@@ -60,7 +59,6 @@ def test_one_parser_for_tenants_and_pages():
 def test_duckdb_failures_leave_the_library_as_obsrepo_errors(repo, monkeypatch):
     """Not damage (that rebuilds) but any other DuckDB error: one error root for every caller."""
     import duckdb
-
     from obsrepo.errors import ObsrepoError
     from obsrepo.read import query as query_module
     from obsrepo.read.query import QueryRequest

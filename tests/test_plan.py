@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from helpers import observation
 
 A = observation("obs-20260101-090000-0001", "2026-01-01T09:00:00Z", entity="company/a", fields={"n": 1})
@@ -95,3 +96,27 @@ def test_planning_never_loads_duckdb(repo):
             "assert len(p.additions) == 1; print(sorted(m for m in ('duckdb', 'pyarrow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_check_plan_resolves_the_request_before_reading_any_document(repo):
+    from obsrepo.errors import UsageError
+    from obsrepo.gate.check import CheckRequest, apply_check, plan_check
+    from obsrepo.gitstore import Git
+
+    repo.add(A)
+    base = repo.commit("a")
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.add(B)
+    repo.commit("b")
+    (repo.path / "observations" / "broken.md").write_text("no front matter", encoding="utf-8")
+    git = Git.discover(str(repo.path))
+    plan = plan_check(git, CheckRequest(str(repo.path / "observations"), ("broken.md",), base="main"))
+    assert plan.base_sha == base and not plan.staged and plan.immutability
+    assert plan.wanted == {"observations/broken.md"}
+    cache = repo.path / ".git" / "obsrepo" / "check-cache.marshal"
+    assert not cache.exists()  # nothing read, nothing cached yet
+    report = apply_check(git, plan)
+    assert cache.exists()
+    assert {(i.path, i.rule) for i in report.issues} == {("observations/broken.md", "front-matter-missing")}
+    with pytest.raises(UsageError):
+        plan_check(git, CheckRequest(str(repo.path), base="main", staged=True))

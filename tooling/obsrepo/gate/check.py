@@ -30,57 +30,56 @@ class CheckRequest:
     progress: Callable[[int, int], None] | None = None  # (documents analysed, documents to analyse)
 
 
+@dataclass(frozen=True)
+class CheckPlan:
+    """What a check will look at, decided before any document is read."""
+
+    root: str
+    staged: bool  # git's index against HEAD; otherwise the work tree
+    base_sha: str | None  # immutability commit by commit over base..HEAD (the merge base of --base)
+    wanted: frozenset[str] | None  # the paths asked for, relative to the root (None: every document)
+
+    @property
+    def immutability(self) -> bool:
+        return self.base_sha is not None or self.staged
+
+
+def plan_check(git: Git, request: CheckRequest) -> CheckPlan:
+    """Resolve the request: revisions become full shas, paths become repository paths."""
+    if request.staged and request.base:
+        raise UsageError("--staged and --base cannot be combined", parameter="--staged")
+    base_sha = None
+    if request.base:
+        base_sha = git.merge_base(git.resolve(request.base, "--base"), git.resolve("HEAD", "--base")) \
+            if git.has_head() else git.resolve(request.base, "--base")
+    wanted = _wanted_paths(git.root, request.cwd, request.paths)
+    return CheckPlan(git.root, request.staged, base_sha, frozenset(wanted) if wanted is not None else None)
+
+
 def run_check(request: CheckRequest) -> Report:
     git = Git.discover(request.cwd)
     if git is None:
         raise errors.GitError(f"{os.path.abspath(request.cwd)} is not inside a git repository; `obsrepo check` "
                               "checks a git repository (run it from inside one)", cwd=os.path.abspath(request.cwd))
-    root = git.root
-    if request.staged and request.base:
-        raise UsageError("--staged and --base cannot be combined", parameter="--staged")
+    return apply_check(git, plan_check(git, request), request.progress)
 
-    base_sha = None
-    if request.base:
-        base_sha = git.merge_base(git.resolve(request.base, "--base"), git.resolve("HEAD", "--base")) \
-            if git.has_head() else git.resolve(request.base, "--base")
 
-    # attributes that would make git convert a document: such documents are hashed from their
-    # raw bytes rather than trusted from git's stat data (git compares them through filters)
-    converted: list[tuple[str, str, str]] = []
-    if request.staged:
-        source = staged(git)
-        converted = git.check_attr(_documents(source), ATTRIBUTES, cached=True)
-    else:
-        def rehash(paths: list[str]) -> Iterable[str]:
-            converted.extend(git.check_attr(paths, ATTRIBUTES))
-            return paths if _autocrlf(git) else {path for path, _, _ in converted}
-
-        source = worktree_in_git(git, rehash)
+def apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None] | None = None) -> Report:
+    """Read the documents the plan names (through the cache) and run every rule family:
+    per document, placement, repository rules, entity schemas, immutability and attributes."""
+    source, converted = _source(git, plan)
     cache = AnalysisCache.open(git)
-    analyses = analyze_source(source, cache, request.progress)
-
+    analyses = analyze_source(source, cache, progress)
     report = Report()
-    wanted = _wanted_paths(root, request.cwd, request.paths)
-    for path in sorted(wanted - set(analyses)) if wanted is not None else ():
-        data = _read_outside(root, path)
-        if data is None:
-            report.issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "file-missing", "no such document"))
-            continue
-        if path.startswith(ENTITY_SCHEMAS):  # not a document: `_entity_schemas` below reports its problems
-            report.checked += 1
-            continue
-        analysis = analyze(path, data)
-        report.issues.extend(analysis.issues)
-        report.checked += 1
-
+    _check_outside(plan, analyses, report)
     changed: list[Issue] = []
     added = None
-    if base_sha or request.staged:
-        changed, added = _immutability(git, base_sha, source, analyses, cache)
+    if plan.immutability:
+        changed, added = _immutability(git, plan.base_sha, source, analyses, cache)
     cache.save()
     # the attributes git applies to the documents: when it commits the index (--staged), or
     # when it reads and writes the work tree (.gitattributes at any depth, info/attributes)
-    reader = index_reader(git) if request.staged else worktree_reader(git)
+    reader = index_reader(git) if plan.staged else worktree_reader(git)
     changed = _first_of_each(changed + attribute_issues(git, converted, reader))
     reported = {(i.path, i.rule) for i in changed}
     for item in source.listed:
@@ -90,18 +89,49 @@ def run_check(request: CheckRequest) -> Report:
         report.issues.extend(analysis.issues)
         report.issues.extend(place(path, analysis))
     report.issues.extend(graph.repository_rules(analyses, added))
-    report.issues.extend(_entity_schemas(root))
+    report.issues.extend(_entity_schemas(plan.root))
     report.issues.extend(changed)
 
-    if wanted is None:
+    if plan.wanted is None:
         report.checked += sum(1 for p in analyses if kind_of(p) != "other")
     else:
         # immutability and attributes concern the change as a whole: a deleted or renamed-away
         # path, or a .gitattributes, is never among the names pre-commit passes for documents
-        report.checked += len(wanted & set(analyses))
+        report.checked += len(plan.wanted & set(analyses))
         report.issues = [i for i in report.issues
-                         if i.path in wanted or i.code == errors.IMMUTABLE_VIOLATION or i.rule == attributes.RULE]
+                         if i.path in plan.wanted or i.code == errors.IMMUTABLE_VIOLATION or i.rule == attributes.RULE]
     return report
+
+
+def _source(git: Git, plan: CheckPlan) -> tuple[Source, list[tuple[str, str, str]]]:
+    """Where the documents come from, and the documents git would convert: those are hashed
+    from their raw bytes rather than trusted from git's stat data (git compares through filters)."""
+    converted: list[tuple[str, str, str]] = []
+    if plan.staged:
+        source = staged(git)
+        converted = git.check_attr(_documents(source), ATTRIBUTES, cached=True)
+        return source, converted
+
+    def rehash(paths: list[str]) -> Iterable[str]:
+        converted.extend(git.check_attr(paths, ATTRIBUTES))
+        return paths if _autocrlf(git) else {path for path, _, _ in converted}
+
+    return worktree_in_git(git, rehash), converted
+
+
+def _check_outside(plan: CheckPlan, analyses: dict[str, Analysis], report: Report) -> None:
+    """Paths asked for that the source does not list (outside the document folders, missing)."""
+    for path in sorted(plan.wanted - set(analyses)) if plan.wanted is not None else ():
+        data = _read_outside(plan.root, path)
+        if data is None:
+            report.issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "file-missing", "no such document"))
+            continue
+        if path.startswith(ENTITY_SCHEMAS):  # not a document: `_entity_schemas` reports its problems
+            report.checked += 1
+            continue
+        analysis = analyze(path, data)
+        report.issues.extend(analysis.issues)
+        report.checked += 1
 
 
 def _not_a_file(path: str, mode: str) -> Issue:
