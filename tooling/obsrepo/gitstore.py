@@ -40,6 +40,22 @@ class Change:
     path: str
 
 
+def raw_records(tokens: list[bytes]) -> Iterator[Change | bytes]:
+    """The one reader of git's `--raw -z` output: walks its NUL-separated tokens and yields a
+    `Change` for each `:modes shas status` token and the path after it, and every other token
+    (a commit header of `log`/`diff-tree --stdin`) as it is."""
+    i = 0
+    while i < len(tokens):
+        token = tokens[i].strip()
+        if token.startswith(b":") and i + 1 < len(tokens):
+            old_mode, new_mode, old_sha, new_sha, status = token[1:].decode().split(" ")
+            yield Change(status[0], old_mode, new_mode, old_sha, new_sha, tokens[i + 1].decode("utf-8", "surrogateescape"))
+            i += 2
+        else:
+            yield tokens[i]
+            i += 1
+
+
 class Git:
     def __init__(self, root: str, env: dict[str, str] | None = None) -> None:
         self.root = root
@@ -137,18 +153,7 @@ class Git:
     def diff(self, *args: str) -> list[Change]:
         """`git diff --raw -z --no-renames ARGS`: renames are never detected away."""
         out = self.run("diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--abbrev=40", *args)
-        parts = out.split(b"\0")
-        changes = []
-        i = 0
-        while i < len(parts) - 1:
-            meta = parts[i].decode()
-            if not meta:
-                i += 1
-                continue
-            old_mode, new_mode, old_sha, new_sha, status = meta[1:].split(" ")
-            changes.append(Change(status[0], old_mode, new_mode, old_sha, new_sha, parts[i + 1].decode("utf-8", "surrogateescape")))
-            i += 2
-        return changes
+        return [record for record in raw_records(out.split(b"\0")) if isinstance(record, Change)]
 
     def commits_between(self, base: str, head: str = "HEAD") -> list[tuple[str, tuple[str, ...]]]:
         """Every commit in `base..head` with its parents, parents before children."""
@@ -169,19 +174,11 @@ class Git:
         out = self.run("diff-tree", "--stdin", "-r", "-z", "--raw", "--root", "--always", "--no-renames",
                        "--ignore-submodules=none", "--abbrev=40", "--", *pathspecs, input=lines.encode())
         blocks: list[list[Change]] = []
-        parts = out.split(b"\0")
-        i = 0
-        while i < len(parts) - 1:
-            token = parts[i]
-            if token.startswith(b":"):
-                old_mode, new_mode, old_sha, new_sha, status = token[1:].decode().split(" ")
-                blocks[-1].append(Change(status[0], old_mode, new_mode, old_sha, new_sha,
-                                         parts[i + 1].decode("utf-8", "surrogateescape")))
-                i += 2
-            else:  # the header of the next (commit, parent) pair
-                if token.strip():
-                    blocks.append([])
-                i += 1
+        for record in raw_records(out.split(b"\0")):
+            if isinstance(record, Change):
+                blocks[-1].append(record)
+            elif record.strip():  # the header of the next (commit, parent) pair
+                blocks.append([])
         if len(blocks) != len(pairs):
             raise GitError(f"git diff-tree answered {len(blocks)} of {len(pairs)} comparisons")
         return blocks

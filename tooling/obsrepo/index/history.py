@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..gate.sources import DOCUMENT_ROOTS
-from ..gitstore import Change, Git
+from ..gitstore import Change, Git, raw_records
 
 
 @dataclass(frozen=True)
@@ -108,14 +108,6 @@ def _parse_log(out: bytes) -> dict[str, list[Change]]:
         changes: list[Change] = []
         first_meta = head[1] if len(head) > 1 else b""
         items = ([first_meta] if first_meta else []) + parts[1:]
-        i = 0
-        while i < len(items) - 1:
-            meta = items[i].decode().strip()
-            if not meta.startswith(":"):
-                i += 1
-                continue
-            old_mode, new_mode, old_sha, new_sha, status = meta[1:].split(" ")
-            changes.append(Change(status[0], old_mode, new_mode, old_sha, new_sha, items[i + 1].decode("utf-8", "surrogateescape")))
-            i += 2
+        changes.extend(record for record in raw_records(items) if isinstance(record, Change))
         result.setdefault(commit, []).extend(changes)
     return result
