@@ -15,6 +15,7 @@ import click
 from .. import errors
 from ..errors import ObsrepoError, UsageError
 from ..format.report import NOT_WRITTEN, printable, text_line
+from ..format.vocabulary import CLASSIFICATIONS, QUERY_MODES
 from ..params import binding_from, parse_binding
 
 FORMATS = click.Choice(["text", "json"])
@@ -257,7 +258,7 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 @click.option("--retracts", multiple=True, metavar="ID", help="The observation this one withdraws (repeatable).")
 @click.option("--relation", "relations", multiple=True, metavar="TYPE=TARGET", help="e.g. PART_OF=company/acme (repeatable).")
 @click.option("--tenant", metavar="org=…,project=…", help="Ownership: org, project, agent, user.")
-@click.option("--classification", type=click.Choice(["public", "internal", "confidential", "restricted"]),
+@click.option("--classification", type=click.Choice(CLASSIFICATIONS),
               help="Who may read it (default public).")
 @click.option("--source-ref", help="Where the observer found it: a URL, a message id, a file.")
 @click.option("--interpretation", help="How the observer read the source, in one line.")
@@ -404,7 +405,7 @@ def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] 
 @click.option("--project", help="Only observations whose tenant has this project.")
 @click.option("--agent", help="Only observations whose tenant has this agent.")
 @click.option("--user", help="Only observations whose tenant has this user.")
-@click.option("--max-classification", type=click.Choice(["public", "internal", "confidential", "restricted"]),
+@click.option("--max-classification", type=click.Choice(CLASSIFICATIONS),
               help="Leave out anything classified above this level.")
 @click.option("--text", help="Full-text search (BM25) over event and body; the best matches first.")
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
@@ -413,7 +414,7 @@ def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] 
 @click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first (for the next page).")
 @click.option("--order", type=click.Choice(["desc", "asc"]), default="desc", show_default=True,
               help="By timestamp then id: newest first (desc) or oldest first (asc).")
-@click.option("--format", "output_format", type=click.Choice(["short", "full", "json", "jsonl"]), default="short", show_default=True,
+@click.option("--format", "output_format", type=click.Choice(QUERY_MODES), default="short", show_default=True,
               help="short: one line each; full: source, body, data and scopes too; json: one page object; "
                    "jsonl: one record per line.")
 @read_options

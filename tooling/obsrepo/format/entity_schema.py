@@ -9,8 +9,8 @@ from typing import Any
 
 from .. import errors
 from .report import Issue
+from .vocabulary import POLICIES
 
-POLICIES = ("highest_priority", "last_write", "most_specific", "merge_array")
 _EVENT_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -29,6 +29,7 @@ from ..times import (
     TIMESTAMP_PATTERN,
     format_timestamp,  # noqa: F401 - re-exported for the readers' convenience
 )
+from .vocabulary import CLASSIFICATIONS, CORRECTION_PRIORITY, DEFAULT_PRIORITY
 
 OBSERVATION_SPEC = "observation/v1"
 COMPREHENSION_SPEC = "comprehension/v1"
@@ -38,8 +39,6 @@ COMPREHENSION_ID = r"^comp-[a-z0-9]+(-[a-z0-9]+)*$"
 ENTITY_ID = r"^[a-z][a-z0-9_]*/[^\s/][^\s]*$"
 RELATION_TYPE = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
 KNOWN_RELATIONS = ("PART_OF", "CORRECTS", "REFERS_TO", "SETTLES", "DUPLICATE_OF", "DEPENDS_ON", "SUPERSEDES")
-CORRECTION_PRIORITY = 1000
-DEFAULT_PRIORITY = 100
 
 _OBS_ID = re.compile(OBSERVATION_ID)
 _ENTITY = re.compile(ENTITY_ID)
@@ -188,6 +187,10 @@ class Relation(_Strict):
     target: EntityId
 
 
+Classification = Literal["public", "internal", "confidential", "restricted"]
+assert get_args(Classification) == CLASSIFICATIONS  # the ladder is defined once, in vocabulary
+
+
 class Observation(_Strict):
     """observation/v1: one immutable, timestamped statement of what was observed."""
 
@@ -211,7 +214,7 @@ class Observation(_Strict):
     retracts: IdList | None = None
     relations: Annotated[list[Relation], Field(max_length=256)] | None = None
     tenant: Tenant | None = None
-    classification: Literal["public", "internal", "confidential", "restricted"] = "internal"
+    classification: Classification = "internal"
     source_ref: Text | None = None
     interpretation: Text | None = None
     data: Json = None

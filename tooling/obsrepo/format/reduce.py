@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-CORRECTION = 1000
-POLICIES = ("highest_priority", "last_write", "most_specific", "merge_array")
+from .vocabulary import CORRECTION_PRIORITY, POLICIES  # noqa: F401 - POLICIES re-exported
+
 _ABSENT = object()
 
 
@@ -151,11 +151,11 @@ def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, 
 
 
 def _field(name: str, policy: str, carriers: list[Obs]) -> tuple[Any, Any, list[Obs], str]:
-    corrections = [o for o in carriers if o.priority >= CORRECTION]
+    corrections = [o for o in carriers if o.priority >= CORRECTION_PRIORITY]
     if corrections:
         ordered = sorted(corrections, key=lambda o: order_key(policy if policy != "merge_array" else "highest_priority", o))
         top = ordered[0]
-        rest = sorted((o for o in carriers if o.priority < CORRECTION), key=lambda o: order_key("highest_priority", o))
+        rest = sorted((o for o in carriers if o.priority < CORRECTION_PRIORITY), key=lambda o: order_key("highest_priority", o))
         value = top.fields[name]
         if value is None:
             value = [] if policy == "merge_array" else _ABSENT

@@ -15,10 +15,8 @@ from typing import Any
 
 from .. import errors
 from .report import Issue
+from .vocabulary import ACYCLIC_RELATIONS, COMPREHENSION_DIR, OBSERVATIONS_DIR  # noqa: F401 - re-exported
 
-OBSERVATIONS_DIR = "observations/"
-COMPREHENSION_DIR = "comprehension/"
-ACYCLIC_RELATIONS = ("PART_OF", "DEPENDS_ON")  # each acyclic within its own type (docs/design.md §8)
 
 @dataclass
 class Analysis:

@@ -12,6 +12,7 @@ from ..errors import UsageError
 from ..format.analyze import analyze
 from ..format.report import Issue, Report
 from ..format.rules import Analysis, kind_of, place
+from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 from ..gitstore import NULL_SHA, Change, Entry, Git
 from . import attributes, graph
 from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
@@ -185,7 +186,7 @@ def _analyze_parallel(items: Iterable[tuple[Listed, bytes]]) -> Iterable[tuple[L
             yield item, Analysis.from_cache(item.path, row)
 
 
-ENTITY_SCHEMAS = "schemas/entities/"
+ENTITY_SCHEMAS = ENTITY_SCHEMAS_DIR
 
 
 def _entity_schemas(root: str) -> list[Issue]:

@@ -11,9 +11,9 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from ..format.vocabulary import DOCUMENT_ROOTS  # noqa: F401 - re-exported
 from ..gitstore import Entry, Git, blob_sha
 
-DOCUMENT_ROOTS = ("observations", "comprehension")
 REGULAR_MODES = ("100644", "100755")
 
 

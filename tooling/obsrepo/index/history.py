@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 from ..gate.sources import DOCUMENT_ROOTS
 from ..gitstore import Change, Git, raw_records
 
@@ -51,7 +52,7 @@ def chain_since(git: Git, base: str, sha: str) -> list[Commit] | None:
     return commits or None
 
 
-SCHEMAS = "schemas/entities"
+SCHEMAS = ENTITY_SCHEMAS_DIR.rstrip("/")
 
 
 def mainline_changes(git: Git, since: str | None, sha: str) -> dict[str, list[Change]]:

@@ -10,7 +10,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from ..format.reduce import POLICIES, Obs
+from ..format.reduce import Obs
+from ..format.vocabulary import ENTITY_SCHEMAS_DIR, POLICIES, entity_schema_path
 from ..gitstore import Git
 from ..times import format_timestamp
 
@@ -47,7 +48,7 @@ def special_rows(con: Any, relation: str) -> list[Obs]:
 
 def all_policies(git: Git, commit: str) -> dict[tuple[str, str], str]:
     """(entity type, field) → policy for every entity schema in the tree of `commit`."""
-    listing = git.run("ls-tree", "--name-only", "-z", commit, "schemas/entities/", check=False).split(b"\0")
+    listing = git.run("ls-tree", "--name-only", "-z", commit, ENTITY_SCHEMAS_DIR, check=False).split(b"\0")
     policies: dict[tuple[str, str], str] = {}
     for raw in listing:
         name = raw.decode("utf-8", "replace").rsplit("/", 1)[-1]
@@ -73,8 +74,9 @@ def load_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
 def _read_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
     from ..format.entity_schema import read_entity_schema
 
-    raw = git.run("cat-file", "blob", f"{commit}:schemas/entities/{entity_type}.yaml", check=False)
+    path = entity_schema_path(entity_type)
+    raw = git.run("cat-file", "blob", f"{commit}:{path}", check=False)
     if not raw:
         return {}
-    schema, _issues = read_entity_schema(f"schemas/entities/{entity_type}.yaml", raw)
+    schema, _issues = read_entity_schema(path, raw)
     return {name: spec["policy"] for name, spec in (schema or {}).get("fields", {}).items() if spec.get("policy") in POLICIES}

@@ -3,11 +3,11 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 `added_seq <= s < removed_seq`; the public views show the indexed commit.
 """
 
+from ..format.vocabulary import CLASSIFICATION_RANK  # noqa: F401 - re-exported
 from .columns import COMP_VERSIONS, OBS_VERSIONS, OBSERVATION, RECORD_COLUMNS, column_list, ddl
 
 FORMAT_VERSION = "4"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
-CLASSIFICATION_RANK = {"public": 0, "internal": 1, "confidential": 2, "restricted": 3}
 
 TABLES = f"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);

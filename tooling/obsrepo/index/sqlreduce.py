@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..format.reduce import CORRECTION, Obs, merge_map, retracted_ids, survivor
+from ..format.reduce import Obs, merge_map, retracted_ids, survivor
+from ..format.vocabulary import CORRECTION_PRIORITY
 
 SQL = """
 WITH cand AS (
@@ -123,7 +124,7 @@ def reduce_all(con: Any, candidates_sql: str, params: list[Any], special: list[O
     """Snapshots of every entity among `candidates_sql` (columns id, entity, priority,
     specificity, epoch, ts, fields). Entities merged away are not listed: they live on in their survivor."""
     prepare(con, special, policies)
-    rows = con.execute(SQL.format(candidates=candidates_sql, correction=CORRECTION), params).fetchall()
+    rows = con.execute(SQL.format(candidates=candidates_sql, correction=CORRECTION_PRIORITY), params).fetchall()
     out: dict[str, dict[str, Any]] = {}
     for eid, field, value, provenance, count, last_ts, deleted in rows:
         snap = out.setdefault(eid, {"entity_id": eid, "entity_type": eid.split("/", 1)[0], "snapshot": {},

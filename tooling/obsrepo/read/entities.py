@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import NotFoundError, UsageError
+from ..format.vocabulary import entity_schema_path
 from ..gitstore import Git
 from ..params import check_page
 from .query import RECORD_SQL, _record
@@ -223,8 +224,9 @@ def _declared_events(git: Git, commit: str, entity_type: str, cache: dict) -> di
     if entity_type not in cache:
         from ..format.entity_schema import read_entity_schema
 
-        raw = git.run("cat-file", "blob", f"{commit}:schemas/entities/{entity_type}.yaml", check=False)
-        schema = read_entity_schema(f"schemas/entities/{entity_type}.yaml", raw)[0] if raw else None
+        path = entity_schema_path(entity_type)
+        raw = git.run("cat-file", "blob", f"{commit}:{path}", check=False)
+        schema = read_entity_schema(path, raw)[0] if raw else None
         cache[entity_type] = {t["field"]: t["event_type"] for t in (schema or {}).get("temporal_fields", [])}
     return cache[entity_type]
 
@@ -301,7 +303,7 @@ def _commits_that_matter(scope: ReadScope, entity: str, commits: list[tuple]) ->
         "WHERE o.special OR o.entity IN (SELECT unnest(?::VARCHAR[]))", [sorted(family)])}
     if commits:
         seq_of = {sha: seq for seq, sha, _when, _author in commits}
-        schemas = sorted({f"schemas/entities/{e.split('/', 1)[0]}.yaml" for e in family})
+        schemas = sorted({entity_schema_path(e.split("/", 1)[0]) for e in family})
         touched = scope.git.run("log", "--first-parent", "--format=%H", commits[-1][1], "--", *schemas).decode().split()
         relevant.update(seq_of[sha] for sha in touched if sha in seq_of)
     return relevant
