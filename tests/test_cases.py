@@ -36,42 +36,20 @@ import pytest
 from obsrepo.format import rules
 from obsrepo.format.analyze import analyze
 from obsrepo.format.document import read_document
+from obsrepo.format.rule_list import RULES
 from obsrepo.gate import graph
 
 CASES = Path(__file__).parent / "cases"
 README = Path(__file__).parent.parent / "README.md"
 
 # Every `rule` the product may report. A rule that is not here (and in the README) is a failure.
-DOCUMENTED_RULES = frozenset({
-    # bytes and the `---` block
-    "encoding-bom", "encoding-utf8", "encoding-nul", "line-ending", "yaml-line-break",
-    "document-too-large", "front-matter-too-large",
-    "front-matter-missing", "front-matter-fence", "front-matter-unclosed", "front-matter-extra",
-    "front-matter-not-mapping",
-    # the YAML policy
-    "yaml-syntax", "yaml-duplicate-key", "yaml-anchor", "yaml-alias", "yaml-merge-key", "yaml-tag",
-    "yaml-complex-key", "yaml-directive", "yaml-multiple-documents", "yaml-too-deep", "yaml-number-range",
-    # the schema
-    "missing-key", "unknown-key", "wrong-type", "invalid-value", "invalid-format", "empty-value", "too-long",
-    "out-of-range", "duplicate-value",
-    "timestamp-format", "timestamp-timezone", "timestamp-range", "event-one-line", "value-nul",
-    "fields-need-entity", "relations-need-entity", "reserved-field", "deleted-flag", "correction-priority",
-    "comprehension-dates", "observations-used-subset", "comprehension-edit",
-    "relation-type",
-    # placement
-    "id-filename-mismatch", "file-extension", "wrong-folder", "layout", "file-missing", "self-reference",
-    # repository rules
-    "duplicate-id", "duplicate-content", "corrects-target", "retracts-target", "citation", "relation-target",
-    "relation-cycle", "merged-twice",
-    # immutability, and git attributes that would rewrite documents
-    "modified", "deleted", "mode-changed", "type-changed", "symlink", "submodule", "git-attributes",
-})
+DOCUMENTED_RULES = frozenset(RULES)  # the product's rule list
 
 # Documented rules this corpus cannot reach: they need git history (--base/--staged), a symlink,
 # a submodule or a .gitattributes. tests/test_immutability.py covers them.
 NOT_REACHABLE_HERE = frozenset({
     "modified", "deleted", "mode-changed", "type-changed", "symlink", "submodule", "comprehension-edit",
-    "git-attributes",
+    "git-attributes", "entity-schema",
 })
 
 # Cases that expose a product bug: "<kind>/<name>" → what is wrong. Remove an entry once fixed.
@@ -382,3 +360,33 @@ def test_documented_rules_are_in_the_readme() -> None:
     readme = README.read_text("utf-8")
     listed = set(re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+|[a-z]+)`", readme))
     assert not DOCUMENTED_RULES - listed, f"not in README.md: {sorted(DOCUMENTED_RULES - listed)}"
+
+
+def _rule_table_names(readme: str) -> set[str]:
+    """The rule names in the README's two rule tables (per-document rules, repository rules)."""
+    names: set[str] = set()
+    for table in re.findall(r"^\| (?:rule|code) \|.*?(?=^\s*$)", readme, flags=re.M | re.S):
+        for row in table.splitlines()[2:]:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            rule_cell = cells[1] if table.startswith("| code") else cells[0]
+            names |= set(re.findall(r"`([a-z0-9-]+)`", rule_cell))
+    return names
+
+
+def test_the_readme_rule_tables_list_exactly_the_rule_list() -> None:
+    assert _rule_table_names(README.read_text("utf-8")) == set(RULES)
+
+
+def test_every_expected_issue_carries_its_rule_s_code() -> None:
+    for case in INVALID:
+        for issue in case.expect["issues"]:
+            assert RULES[issue["rule"]][0] == issue["code"], (case.name, issue)
+
+
+def test_an_invalid_entity_schema_is_reported_by_check(repo) -> None:
+    repo.write("schemas/entities/invoice.yaml", "spec: entity-schema/v1\ntype: invoice\nfields:\n  total: {policy: loudest}\n")
+    repo.commit("a schema with an unknown policy")
+    result = repo.check()
+    assert result.returncode == 1
+    assert [(code, rule, path) for code, rule, path in result.issues] == [
+        ("VALIDATION_ERROR", "entity-schema", "schemas/entities/invoice.yaml")]

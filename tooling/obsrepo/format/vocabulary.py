@@ -1,0 +1,33 @@
+"""The product's fixed words and numbers, each defined once (docs/design.md §2, §4, §6)."""
+
+from __future__ import annotations
+
+# where documents live
+OBSERVATIONS_DIR = "observations/"
+COMPREHENSION_DIR = "comprehension/"
+DOCUMENT_ROOTS = ("observations", "comprehension")
+ENTITY_SCHEMAS_DIR = "schemas/entities/"
+
+
+def entity_schema_path(entity_type: str) -> str:
+    return f"{ENTITY_SCHEMAS_DIR}{entity_type}.yaml"
+
+
+# priorities: a correction (`corrects`) outranks every non-correction under every policy
+AI_EXTRACTION_PRIORITY = 0
+DEFAULT_PRIORITY = 100
+CORRECTION_PRIORITY = 1000
+
+# per-field reducer policies of entity-schema/v1; the first is the default
+POLICIES = ("highest_priority", "last_write", "most_specific", "merge_array")
+
+# the classification ladder, least restrictive first; an observation without one is `internal`
+CLASSIFICATIONS = ("public", "internal", "confidential", "restricted")
+CLASSIFICATION_RANK = {name: rank for rank, name in enumerate(CLASSIFICATIONS)}
+DEFAULT_CLASSIFICATION = "internal"
+
+# how `query` prints observations
+QUERY_MODES = ("short", "full", "json", "jsonl")
+
+# relation types that stay acyclic, each within its own type
+ACYCLIC_RELATIONS = ("PART_OF", "DEPENDS_ON")
