@@ -118,7 +118,7 @@ class Repository:
 
     def snapshot(self, entity: str, *, at: str | None = None, as_of: str | None = None,
                  explain: bool = False) -> dict[str, Any]:
-        """The entity's snapshot (seed 003's shape) at commit `at`, as of valid time `as_of`."""
+        """The entity's snapshot (docs/design.md §4 shape) at commit `at`, as of valid time `as_of`."""
         from .read.snapshots import parse_as_of, snapshot
 
         moment = parse_as_of(as_of) if as_of else None

@@ -1,4 +1,4 @@
-"""Entity questions over the index (seed 003): list, find, observations, relationships, timeline.
+"""Entity questions over the index (docs/design.md §9): list, find, observations, relationships, timeline.
 
 Every function reads through a `ReadScope` (the rows of one commit within the caller's tenant
 binding, as the relation `visible`) and returns JSON-ready data in the shapes of docs/design.md §9.
