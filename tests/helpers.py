@@ -15,12 +15,13 @@ nothing of the product, so tests judge it from outside.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -240,3 +241,18 @@ class Repo:
         except ValueError:
             data = None
         return CheckResult(proc, data)
+
+
+@contextlib.contextmanager
+def hermetic(env: dict[str, str]) -> Iterator[None]:
+    """In-process calls see the same environment as the test's git and obsrepo processes:
+    no GIT_* or OBSREPO_* of the caller's, and `env` set."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key in list(os.environ):
+            if key.startswith(("GIT_", "OBSREPO_")):
+                mp.delenv(key)
+        for key, value in env.items():
+            mp.setenv(key, value)
+        yield

@@ -30,7 +30,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from helpers import Repo, comprehension, git_env, obs_id, observation
+from helpers import Repo, comprehension, git_env, hermetic, obs_id, observation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,18 +41,6 @@ PUBLIC = ("observations", "observation_scopes", "observation_fields", "relations
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def hermetic(env: dict[str, str]) -> Iterator[None]:
-    """The in-process API sees the same environment as the test's git and obsrepo processes."""
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith(("GIT_", "OBSREPO_")):
-                mp.delenv(key)
-        for key, value in env.items():
-            mp.setenv(key, value)
-        yield
-
 
 @pytest.fixture
 def api(repo: Repo) -> Iterator[Repo]:

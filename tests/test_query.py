@@ -8,7 +8,6 @@ output modes (byte for byte, golden files under tests/golden/), exit codes and e
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -20,21 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Repo, git_env, observation
+from helpers import Repo, git_env, hermetic, observation
 
 GOLDEN = Path(__file__).parent / "golden"
 RANK = {"public": 0, "internal": 1, "confidential": 2, "restricted": 3}
-
-
-@contextlib.contextmanager
-def hermetic(env: dict[str, str]) -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith(("GIT_", "OBSREPO_")):
-                mp.delenv(key)
-        for key, value in env.items():
-            mp.setenv(key, value)
-        yield
 
 
 def utc(text: str) -> datetime:

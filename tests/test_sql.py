@@ -7,18 +7,16 @@ and none of them changes the index file or touches the file system.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import io
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Repo, comprehension, git_env, obs_id, observation
+from helpers import Repo, comprehension, git_env, hermetic, obs_id, observation
 
 A = observation(obs_id(1), scope=["task/1", "company/acme"], entity="company/acme", type="company.updated",
                 fields={"name": "Acme", "employees": 12, "tags": ["b2b"], "closed": None},
@@ -30,17 +28,6 @@ D = observation(obs_id(4))  # deleted again: not in the public tables
 COMP = comprehension("comp-acme", [A.id, B.id], posterior={
     "statement": "Acme is a small b2b company", "confidence": "medium", "update_reasoning": "A says so",
     "observations_used": [A.id]}, version=2)
-
-
-@contextlib.contextmanager
-def hermetic(env: dict[str, str]) -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as mp:
-        for key in list(os.environ):
-            if key.startswith(("GIT_", "OBSREPO_")):
-                mp.delenv(key)
-        for key, value in env.items():
-            mp.setenv(key, value)
-        yield
 
 
 @pytest.fixture(scope="module")
