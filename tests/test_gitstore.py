@@ -19,3 +19,18 @@ def test_blobs_read_at_once_and_streamed_agree_and_a_missing_one_is_a_git_error(
     assert at_once[0].decode() == str(docs[0]) and at_once[3] == b"" and at_once[4] == at_once[0]
     with pytest.raises(GitError):
         git.read_blobs_at_once([shas[0], "0" * 40])
+
+
+def test_a_replace_ref_never_changes_what_an_object_id_reads(repo):
+    """`git replace` makes git show other content for an object id; obsrepo reads objects as stored."""
+    doc = observation("obs-20260213-102500-0001")
+    repo.add(doc)
+    repo.commit("one")
+    blob = repo.git("rev-parse", f"HEAD:{doc.path}")
+    forged = repo.git("hash-object", "-w", "--stdin", input=str(doc).replace("obs-20260213", "obs-20990101"))
+    repo.git("replace", blob, forged)
+    assert repo.git("cat-file", "blob", blob) != str(doc)  # git itself now reads the forgery
+    git = Git(str(repo.path))
+    assert git.read_blobs_at_once([blob])[0].decode() == str(doc)
+    assert [data for _, data in git.read_blobs([blob])][0].decode() == str(doc)
+    assert git.run("cat-file", "blob", blob).decode() == str(doc)

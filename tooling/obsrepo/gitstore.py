@@ -56,6 +56,11 @@ def raw_records(tokens: list[bytes]) -> Iterator[Change | bytes]:
             i += 1
 
 
+# every git process: no optional locks, messages we can parse, and objects as stored — a
+# `refs/replace/` ref must never make an object id read as other content
+GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_NO_REPLACE_OBJECTS": "1"}
+
+
 class Git:
     def __init__(self, root: str, env: dict[str, str] | None = None) -> None:
         self.root = root
@@ -67,7 +72,7 @@ class Git:
         return Git(self.root, {**self.env, "GIT_INDEX_FILE": index_file})
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-        env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C", **self.env)
+        env = {**os.environ, **GIT_ENV, **self.env}
         try:
             proc = subprocess.run(
                 ["git", "-C", self.root, *args], input=input, capture_output=True, env=env
@@ -205,6 +210,7 @@ class Git:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             bufsize=1 << 20,
+            env={**os.environ, **GIT_ENV},
         )
 
         assert proc.stdin is not None and proc.stdout is not None
