@@ -727,7 +727,8 @@ def diff(base: str | None, head: str | None, output_format: str, output_file: st
     return errors.EXIT_OK if result["valid"] else errors.EXIT_PROBLEMS
 
 
-@main.command(epilog=examples("obsrepo show obs-20260402-091000-c4651c5f", "obsrepo show obs-20260402-091000-c4651c5f --at HEAD~3 --format json"))
+@main.command(epilog=examples("obsrepo show obs-20260402-091000-c4651c5f",
+                              "obsrepo show obs-20260402-091000-c4651c5f --at HEAD~3 --format json"))
 @click.argument("observation_id", metavar="ID")
 @at_option
 @json_or_text

@@ -37,7 +37,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def headline_counts(diff: dict[str, Any]) -> list[str]:
-    counts = {}
+    counts: dict[str, int] = {}
     for entry in diff["entities"]:
         counts[entry["change"]] = counts.get(entry["change"], 0) + 1
     parts = [_plural(len(diff["added"]), "observation") + " added"]

@@ -10,7 +10,8 @@ second on a large repository. So this checks what the change brings (docs/design
 - the repository rules for those documents against the rest of HEAD's tree. The rest is not
   read from git: the caller hands in its facts (`Context`), looked up in the index by what the
   changed documents name (ids, content hashes, relation targets), plus every document that
-  retracts, merges or carries an acyclic relation (the graph rules need the whole graph).
+  retracts, and every document carrying a PART_OF, DEPENDS_ON or DUPLICATE_OF relation when
+  the change adds one of that type (the graph rules need the whole graph of that type).
 
 Problems of documents the change does not touch are not reported again: BASE was checked
 when it was merged. No work tree, no analysis cache file, nothing written.
@@ -24,13 +25,14 @@ from typing import Any
 
 from ..format.analyze import analyze
 from ..format.report import Issue, Report
-from ..format.rules import Analysis, kind_of, place
+from ..format.rules import ACYCLIC_RELATIONS, Analysis, kind_of, place
 from ..gitstore import Git
 from . import graph
 from .cache import AnalysisCache
 from .check import ATTRIBUTE_FILES, _attributes_at, _comprehension_edits, _first_of_each, _is_attributes, _Judge
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES
 
+GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
 # rules that read another document by name: on a document of the context (whose names were not
 # all looked up) they would be artefacts of the lookup, not problems
 _LOOKUP_RULES = frozenset({"corrects-target", "retracts-target", "relation-target", "citation"})
@@ -44,6 +46,9 @@ class Wanted:
     ids: set[str] = field(default_factory=set)
     hashes: set[str] = field(default_factory=set)
     entities: set[str] = field(default_factory=set)
+    # graph relation types the changed documents add: only a new edge can close a cycle or
+    # merge an entity twice, so the context holds every edge of these types and no other
+    graph_types: set[str] = field(default_factory=set)
 
 
 # (wanted, paths to leave out) → [(path, facts)] of HEAD's other documents, as `analyze` gives them
@@ -101,6 +106,7 @@ def _repository_rules(analyses: dict[str, Analysis], context: Context) -> list[I
         wanted.hashes.add(facts["hash"])
         wanted.ids.update(facts["corrects"] + facts["retracts"])
         wanted.entities.update(target for _kind, target in facts["relations"])
+        wanted.graph_types.update(kind for kind, _target in facts["relations"] if kind in GRAPH_TYPES)
     changed = set(analyses)
     everything = dict(analyses)
     for path, facts in context(wanted, changed):
@@ -120,4 +126,4 @@ def _entity_schemas(git: Git, changes: list) -> list[Issue]:
     return issues
 
 
-__all__ = ["Context", "Wanted", "check_change"]
+__all__ = ["GRAPH_TYPES", "Context", "Wanted", "check_change"]

@@ -9,6 +9,7 @@ scopes of one index: a commit off the indexed chain is an overlay (`overlay.py`)
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ from ..format.reduce import CORRECTION, Obs, merge_map, reduce_entity, retracted
 from ..gate.sources import DOCUMENT_ROOTS
 from ..gitstore import Git
 from ..index.reducer_rows import ROW, as_obs, load_policies, special_rows
-from .diff_check import change_problems, comprehension_changes
+from .diff_check import CANONICAL_TS, change_problems, comprehension_changes
 from .scope import ReadScope
 
 ENTITY_SCHEMAS = "schemas/entities/"
@@ -34,6 +35,7 @@ class Side:
     merges: dict[str, str] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)  # survivor → reduce_entity(explain=True)
+    counts: dict[str, int] = field(default_factory=dict)  # touched entity → its observations
 
     def state(self, entity: str) -> tuple[str, Any]:
         """("live", result) | ("deleted", result) | ("merged", survivor) | ("absent", None)."""
@@ -41,7 +43,8 @@ class Side:
         if target != entity:
             return "merged", target
         result = self.results.get(entity)
-        if result is None or result["observation_count"] == 0:
+        family = [e for e in self.counts if survivor(e, self.merges) == entity]
+        if result is None or not any(self.counts[e] for e in family):
             return "absent", None
         return ("deleted" if result["deleted"] else "live"), result
 
@@ -68,8 +71,15 @@ def review(base_scope: ReadScope, head_scope: ReadScope, check_scope: ReadScope 
     if schema_changed:
         for scope in (base_scope, head_scope):
             touched |= {r[0] for r in scope.rows("SELECT DISTINCT entity FROM visible WHERE entity IS NOT NULL")}
+    # HEAD's rows are BASE's less the removed plus the added: the touched entities are read once
+    removed_ids = {o.id for o in removed}
+    for obs in _rows_of(base_scope, touched):
+        base.rows.setdefault(obs.id, obs)
+        if obs.id not in removed_ids:
+            head.rows.setdefault(obs.id, obs)
     for scope, side in ((base_scope, base), (head_scope, head)):
-        _reduce(scope, side, touched)
+        side.counts = _counts(scope, touched)
+        _reduce(scope, side, touched, explain=side is head)
 
     report: dict[str, Any] = {"base": base.sha, "head": head.sha, "valid": True}
     report["summary"] = _summary(added, head)
@@ -126,15 +136,39 @@ def _touched(changed: list[Obs], base: Side, head: Side) -> set[str]:
         touched = grown
 
 
-def _reduce(scope: ReadScope, side: Side, touched: set[str]) -> None:
-    if touched:
-        rows = scope.rows(f"SELECT {ROW} FROM visible AS o WHERE o.entity IN (SELECT unnest(?::VARCHAR[]))", [sorted(touched)])
-        for row in rows:
-            side.rows.setdefault(row[0], as_obs(row))
-    every = list(side.rows.values())
+def _rows_of(scope: ReadScope, entities: set[str]) -> list[Obs]:
+    """The rows that can win a field of `entities`: those with fields. Special rows (merges,
+    retractions) and retraction targets are read whole by `special_rows`; tenants matter only to
+    them, so plain rows are read without."""
+    if not entities:
+        return []
+    rows = scope.rows(f"SELECT o.id, {CANONICAL_TS}, o.entity, o.fields, o.priority, o.specificity FROM visible AS o "
+                      "WHERE o.entity IN (SELECT unnest(?::VARCHAR[])) AND o.fields IS NOT NULL AND NOT o.special",
+                      [sorted(entities)])
+    loads = json.loads
+    return [Obs(id=i, timestamp=ts, entity=e, fields=loads(f), priority=p, specificity=sp) for i, ts, e, f, p, sp in rows]
+
+
+def _counts(scope: ReadScope, entities: set[str]) -> dict[str, int]:
+    """Observations per entity (with fields or not): whether an entity exists at a commit."""
+    if not entities:
+        return {}
+    return dict(scope.rows("SELECT o.entity, count(*) FROM visible AS o WHERE o.entity IN (SELECT unnest(?::VARCHAR[])) "
+                           "GROUP BY o.entity", [sorted(entities)]))
+
+
+def _reduce(scope: ReadScope, side: Side, touched: set[str], explain: bool) -> None:
+    """Each touched family reduced from its own rows and the special ones (merges, retractions)."""
+    special = [o for o in side.rows.values() if o.retracts or any(k == "DUPLICATE_OF" for k, _ in o.relations)]
+    special_ids = {o.id for o in special}
+    families: dict[str, list[Obs]] = {}
+    for obs in side.rows.values():
+        if obs.entity is not None and obs.id not in special_ids:
+            families.setdefault(survivor(obs.entity, side.merges), []).append(obs)
     for entity in sorted({survivor(e, side.merges) for e in touched}):
         policies = load_policies(scope.git, side.sha, entity.split("/", 1)[0])
-        side.results[entity] = reduce_entity(entity, every, policies, at_commit=side.sha, explain=True)
+        side.results[entity] = reduce_entity(entity, families.get(entity, []) + special, policies,
+                                             at_commit=side.sha, explain=explain)
 
 
 def _tenant_text(obs: Obs) -> str:

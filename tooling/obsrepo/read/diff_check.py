@@ -9,10 +9,10 @@ from typing import Any
 from ..format.analyze import analyze
 from ..gate.change import Wanted, check_change
 from ..gitstore import Change, Git
-from ..index.reducer_rows import ROW, as_obs
 from .scope import ReadScope
 
-_GRAPH_TYPES = "['PART_OF', 'DEPENDS_ON', 'DUPLICATE_OF']"
+CANONICAL_TS = ("strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us(o.timestamp) % 1000000 <> 0 "
+                "THEN strftime(o.timestamp, '.%f') ELSE '' END || 'Z'")
 
 
 def change_problems(git: Git, base: str, head: str, scope: ReadScope) -> list[dict[str, Any]]:
@@ -20,19 +20,21 @@ def change_problems(git: Git, base: str, head: str, scope: ReadScope) -> list[di
 
     def context(wanted: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
         rows = scope.rows(
-            f"SELECT {ROW}, o.path, o.corrects, o.content_hash FROM visible AS o "
-            "WHERE o.path NOT IN (SELECT unnest(?::VARCHAR[])) AND (o.special OR len(o.retracts) > 0 "
+            f"SELECT o.path, o.id, {CANONICAL_TS}, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user, "
+            "o.entity, o.corrects, o.retracts, o.relations, o.content_hash FROM visible AS o "
+            "WHERE o.path NOT IN (SELECT unnest(?::VARCHAR[])) AND (len(o.retracts) > 0 "
             "OR o.id IN (SELECT unnest(?::VARCHAR[])) OR o.content_hash IN (SELECT unnest(?::VARCHAR[])) "
             "OR o.entity IN (SELECT unnest(?::VARCHAR[])) "
-            f"OR len(list_filter(o.relations, r -> list_contains({_GRAPH_TYPES}, r.type))) > 0)",
-            [sorted(leave_out), sorted(wanted.ids), sorted(wanted.hashes), sorted(wanted.entities)])
+            "OR len(list_filter(o.relations, r -> list_contains(?::VARCHAR[], r.type))) > 0)",
+            [sorted(leave_out), sorted(wanted.ids), sorted(wanted.hashes), sorted(wanted.entities),
+             sorted(wanted.graph_types)])
         found = []
-        for row in rows:
-            obs = as_obs(row[:12])
-            found.append((row[12], {
-                "kind": "observation", "id": obs.id, "timestamp": obs.timestamp, "tenant": dict(obs.tenant),
-                "entity": obs.entity, "corrects": list(row[13]), "retracts": list(obs.retracts),
-                "relations": [list(r) for r in obs.relations], "hash": row[14], "loc": {},
+        for path, obs_id, ts, org, project, agent, user, entity, corrects, retracts, relations, digest in rows:
+            tenant = {k: v for k, v in (("org", org), ("project", project), ("agent", agent), ("user", user)) if v is not None}
+            found.append((path, {
+                "kind": "observation", "id": obs_id, "timestamp": ts, "tenant": tenant, "entity": entity,
+                "corrects": list(corrects), "retracts": list(retracts),
+                "relations": [[r["type"], r["target"]] for r in relations], "hash": digest, "loc": {},
             }))
         for entry in git.ls_tree(head, "comprehension"):
             name = entry.path.rsplit("/", 1)[-1]
