@@ -61,11 +61,13 @@ class Repository:
         target = self.git.resolve(rev or "HEAD", "--rev")
         return build_index(self.git, IndexFiles(self.index_file), target, full=full, progress=progress, strict=strict)
 
-    def _reader(self, **settings: Any) -> Any:
+    def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
+        """`follow_head=False`: the index as it is (built at HEAD only when missing or damaged)."""
         from .index import IndexFiles, reader_at_least
 
         head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
-        return reader_at_least(self.git, IndexFiles(self.index_file), head, progress=self.progress, **settings)
+        return reader_at_least(self.git, IndexFiles(self.index_file), head if follow_head else None,
+                               progress=self.progress, **settings)
 
     def _read(self, work: Callable[[Any], Any], at: str | None = None, tenant: dict[str, str] | None = None,
               scoped: bool = True, **settings: Any) -> Any:
@@ -184,6 +186,37 @@ class Repository:
         memory_limit = check_limits(timeout, memory_limit)
         return self._read(lambda con: run_sql(con, statement, timeout=timeout, memory_limit=memory_limit),
                           scoped=False, memory_limit=memory_limit)
+
+    # -- review ------------------------------------------------------------------------
+    def diff(self, base: str | None = None, head: str | None = None, *, check: bool = True) -> dict[str, Any]:
+        """What BASE..HEAD changes in the truth (docs/design.md §12). HEAD defaults to HEAD,
+        BASE to its merge base with the default branch; either may be any commit. The index is
+        used as it is: commits off its chain are read as overlays, so a pull request's head
+        needs no checkout and no index update. `check=False` leaves out the check of the change."""
+        from .read.diff import default_base, review
+        from .read.scope import ReadScope
+
+        head_sha = self.git.resolve(head or "HEAD", "HEAD")
+        base_sha = self.git.resolve(base, "BASE") if base else default_base(self.git, head_sha)
+
+        def work(con: Any) -> dict[str, Any]:
+            scopes = [ReadScope(con, self.git, base_sha, self.tenant), ReadScope(con, self.git, head_sha, self.tenant)]
+            try:
+                if self.tenant and check:  # the check sees every tenant's documents; the report is filtered
+                    scopes.append(ReadScope(con, self.git, head_sha, {}))
+                return review(scopes[0], scopes[1], scopes[-1] if check else None)
+            finally:
+                for scope in scopes:
+                    scope.close()
+
+        return self._read(work, scoped=False, follow_head=False)
+
+    def show(self, observation_id: str, *, at: str | None = None) -> dict[str, Any]:
+        """One observation for a reviewer: front matter, body, the commit that added it, what it
+        corrects or retracts, who retracts it, and the fields of its entity it currently wins."""
+        from .read.show import show
+
+        return self._read(lambda scope: show(scope, observation_id), at)
 
 
 def _duckdb_error() -> type[BaseException]:

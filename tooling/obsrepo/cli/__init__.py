@@ -669,3 +669,61 @@ def history(entity: str, output_format: str, tenant: str | None, index_path: str
     Every field that changed, with the commit, its author and the observation that changed it.
     """
     return _json_out(_repository(index_path, tenant).history(entity), output_format)
+
+
+@main.command(epilog=examples("obsrepo diff", "obsrepo diff main HEAD --format markdown", "obsrepo diff HEAD~1 HEAD --format json",
+                              'gh pr create --body "$(obsrepo diff --format markdown main HEAD)"'))
+@click.argument("base", required=False)
+@click.argument("head", required=False)
+@click.option("--format", "output_format", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True, help="text: for a terminal; markdown: a pull request body or job summary; json: one object.")
+@click.option("--output", "output_file", metavar="PATH", help="Also write the JSON report to PATH.")
+@read_options
+@handled
+def diff(base: str | None, head: str | None, output_format: str, output_file: str | None, tenant: str | None,
+         index_path: str | None) -> int:
+    """What BASE..HEAD changes in the truth, entity by entity; exit 1 when check refuses it.
+
+    HEAD defaults to HEAD; BASE to the merge base of HEAD with the default branch
+    (origin/HEAD's branch, else main, else master). Either may be any commit, a pull request's
+    head on another branch included. Reports the observations added, every entity whose
+    snapshot changes field by field (old → new, the winning observation, the rule that
+    decided), entities created, deleted, restored and merged, observations that change
+    nothing, what retractions withdraw, relations, comprehension edits, and what
+    `check --base BASE` refuses in the change.
+    """
+    result = _repository(index_path, tenant).diff(base, head)
+    if output_file:
+        with open(output_file, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(result, ensure_ascii=False) + "\n")
+    if output_format == "json":
+        _emit_json(result)
+    else:
+        from .diff_render import render_markdown, render_text
+
+        click.echo(render_markdown(result) if output_format == "markdown" else render_text(result), nl=output_format == "text")
+    return errors.EXIT_OK if result["valid"] else errors.EXIT_PROBLEMS
+
+
+@main.command(epilog=examples("obsrepo show obs-20260402-091000-c4651c5f",
+                              "obsrepo show obs-20260402-091000-c4651c5f --at HEAD~3 --format json"))
+@click.argument("observation_id", metavar="ID")
+@at_option
+@json_or_text
+@read_options
+@handled
+def show(observation_id: str, at: str | None, output_format: str, tenant: str | None, index_path: str | None) -> int:
+    """One observation as a reviewer reads it.
+
+    Its front matter and body, the commit that added it, what it corrects or retracts, who
+    retracts it, and the fields of its entity's snapshot it currently wins.
+    """
+    result = _repository(index_path, tenant).show(observation_id, at=at)
+    if output_format == "json":
+        _emit_json(result)
+    else:
+        from .diff_render import render_show
+
+        click.echo(render_show(result))
+    return errors.EXIT_OK
+

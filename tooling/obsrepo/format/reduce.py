@@ -7,6 +7,7 @@ their order. Nothing here does I/O.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,8 +31,10 @@ class Obs:
     tenant: tuple[tuple[str, str], ...] = ()
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _desc(text: str) -> tuple[int, ...]:
-    """A key that sorts strings in descending order (for mixed ASC/DESC sort keys)."""
+    """A key that sorts strings in descending order (for mixed ASC/DESC sort keys); cached, as
+    the same timestamps come back for every field of every candidate."""
     return tuple(-b for b in text.encode("utf-8")) + (1,)
 
 
