@@ -28,7 +28,7 @@ def _short(value: Any) -> str:
 
 
 def _code(text: str) -> str:
-    escaped = html.escape(text.replace("\n", " "), quote=True).replace("|", "&#124;")
+    escaped = html.escape(text.replace("\n", " "), quote=False).replace("|", "&#124;")
     return f"<code>{escaped}</code>" if text else ""
 
 
