@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -56,10 +57,15 @@ def make_pull_request(repo: str, base: str) -> str:
     return commit
 
 
-def timed(argv: list[str], cwd: str) -> tuple[float, subprocess.CompletedProcess]:
+def timed(argv: list[str], cwd: str) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall seconds and CPU seconds (user + system of the child) of one whole command: on a
+    shared machine the CPU time is the steadier figure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
-    return time.perf_counter() - start, proc
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc
 
 
 def main() -> int:
@@ -71,13 +77,15 @@ def main() -> int:
     base = git(repo, "rev-parse", "HEAD")
     obsrepo(repo, "index")  # the index at BASE
     head = make_pull_request(repo, base)
-    diff_times, git_times = [], []
+    diff_times, git_times, diff_cpu, git_cpu = [], [], [], []
     report = None
     for _ in range(args.runs):
-        seconds, proc = timed(["git", "diff", "--stat", base, head], repo)
+        seconds, cpu, proc = timed(["git", "diff", "--stat", base, head], repo)
         git_times.append(seconds)
-        seconds, proc = timed([sys.executable, "-m", "obsrepo", "diff", "--format", "json", base, head], repo)
+        git_cpu.append(cpu)
+        seconds, cpu, proc = timed([sys.executable, "-m", "obsrepo", "diff", "--format", "json", base, head], repo)
         diff_times.append(seconds)
+        diff_cpu.append(cpu)
         if proc.returncode not in (0, 1):
             print(proc.stdout, proc.stderr, file=sys.stderr)
             return 1
@@ -86,9 +94,10 @@ def main() -> int:
     diff_median, git_median = statistics.median(diff_times), statistics.median(git_times)
     print(f"pull request: {len(report['added'])} observations, {len(report['entities'])} entities changed, "
           f"valid={report['valid']}")
-    print(f"git diff --stat BASE HEAD               {git_median:.3f} s")
-    print(f"obsrepo diff --format json BASE HEAD    {diff_median:.3f} s  ({diff_median / git_median:.1f}x git diff --stat; "
-          f"target <= 1.5 s)")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; medians of {args.runs} runs (wall, CPU)")
+    print(f"git diff --stat BASE HEAD               {git_median:.3f} s  ({statistics.median(git_cpu):.3f} s CPU)")
+    print(f"obsrepo diff --format json BASE HEAD    {diff_median:.3f} s  ({statistics.median(diff_cpu):.3f} s CPU); "
+          f"{diff_median / git_median:.0f}x git diff --stat; target <= 1.5 s")
     return 0
 
 

@@ -90,8 +90,15 @@ def test_the_hook_runs_on_documents_and_entity_schemas_and_installs_the_plain_pa
 
 def test_the_action_installs_only_what_check_needs():
     action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
-    installs = [s["run"] for s in action["runs"]["steps"] if "pip install" in s.get("run", "")]
-    assert installs == ['python -m pip install --quiet "${{ github.action_path }}"']
+    steps = action["runs"]["steps"]
+    installs = [s for s in steps if "pip install" in s.get("run", "")]
+    assert installs[0]["run"] == 'python -m pip install --quiet "${{ github.action_path }}"'
+    check = next(i for i, s in enumerate(steps) if "obsrepo check" in s.get("run", ""))
+    # the index extra only for the review, after the check, and only when asked
+    for later in installs[1:]:
+        assert steps.index(later) > check and "inputs.review" in later["if"]
+    review = next(s for s in steps if "obsrepo diff" in s.get("run", ""))
+    assert "GITHUB_STEP_SUMMARY" in review["run"] and action["outputs"]["diff-json"]["value"] == "${{ steps.review.outputs.json }}"
 
 
 def _run_hooks(repo, files: list[str]) -> list[tuple]:

@@ -682,7 +682,7 @@ def history(entity: str, output_format: str, tenant: str | None, index_path: str
 @handled
 def diff(base: str | None, head: str | None, output_format: str, output_file: str | None, tenant: str | None,
          index_path: str | None) -> int:
-    """What BASE..HEAD changes in the truth, entity by entity; exit 1 when check refuses it.
+    """What BASE..HEAD changes in the truth, entity by entity.
 
     HEAD defaults to HEAD; BASE to the merge base of HEAD with the default branch
     (origin/HEAD's branch, else main, else master). Either may be any commit, a pull request's
@@ -690,7 +690,7 @@ def diff(base: str | None, head: str | None, output_format: str, output_file: st
     snapshot changes field by field (old → new, the winning observation, the rule that
     decided), entities created, deleted, restored and merged, observations that change
     nothing, what retractions withdraw, relations, comprehension edits, and what
-    `check --base BASE` refuses in the change.
+    `check --base BASE` refuses in the change (then the exit code is 1).
     """
     result = _repository(index_path, tenant).diff(base, head)
     if output_file:

@@ -28,7 +28,7 @@ def _short(value: Any) -> str:
 
 
 def _code(text: str) -> str:
-    escaped = html.escape(text.replace("\n", " "), quote=True).replace("|", "&#124;")
+    escaped = html.escape(text.replace("\n", " "), quote=False).replace("|", "&#124;")
     return f"<code>{escaped}</code>" if text else ""
 
 
@@ -41,8 +41,9 @@ def headline_counts(diff: dict[str, Any]) -> list[str]:
     for entry in diff["entities"]:
         counts[entry["change"]] = counts.get(entry["change"], 0) + 1
     parts = [_plural(len(diff["added"]), "observation") + " added"]
-    if diff["removed"]:
-        parts.append(f"{len(diff['removed'])} removed")
+    for key in ("modified", "removed"):
+        if diff[key]:
+            parts.append(f"{len(diff[key])} {key}")
     kinds = [f"{counts[k]} {k}" for k in ("changed", "created", "restored", "deleted", "merged") if k in counts]
     if kinds:
         parts.append("entities " + ", ".join(kinds))
@@ -67,9 +68,10 @@ def render_text(diff: dict[str, Any]) -> str:
         for key in ("by_type", "by_source", "by_tenant"):
             out.append(f"  {key.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in summary[key].items()))
         out += [f"  {i}" for i in diff["added"]]
-    if diff["removed"]:
-        out.append("")
-        out.append("observations removed (check refuses this): " + ", ".join(diff["removed"]))
+    for key in ("modified", "removed"):
+        if diff[key]:
+            out.append("")
+            out.append(f"observations {key} (check refuses this): " + ", ".join(diff[key]))
     if diff["entities"]:
         out.append("")
         out.append("entities:")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import errors
 from ..format.analyze import analyze
 from ..format.report import Issue, Report
 from ..format.rules import ACYCLIC_RELATIONS, Analysis, kind_of, place
@@ -49,6 +50,7 @@ class Wanted:
     # graph relation types the changed documents add: only a new edge can close a cycle or
     # merge an entity twice, so the context holds every edge of these types and no other
     graph_types: set[str] = field(default_factory=set)
+    relation_targets: set[str] = field(default_factory=set)  # documents with a relation to one of these
 
 
 # (wanted, paths to leave out) → [(path, facts)] of HEAD's other documents, as `analyze` gives them
@@ -111,8 +113,36 @@ def _repository_rules(analyses: dict[str, Analysis], context: Context) -> list[I
     everything = dict(analyses)
     for path, facts in context(wanted, changed):
         everything.setdefault(path, Analysis(kind_of(path), [], facts))
+    # a retraction in the change can leave a relation of an unchanged document without its target
+    withdrawn = {t for a in analyses.values() if a.facts and a.facts["kind"] == "observation" for t in a.facts["retracts"]}
+    orphaned = {a.facts["entity"] for a in everything.values()
+                if a.facts and a.facts["kind"] == "observation" and a.facts["id"] in withdrawn and a.facts["entity"]}
+    if orphaned:
+        for path, facts in context(Wanted(entities=orphaned, relation_targets=orphaned), changed):
+            everything.setdefault(path, Analysis(kind_of(path), [], facts))
     found = graph.repository_rules(everything, changed)
-    return [i for i in found if i.path in changed or i.rule not in _LOOKUP_RULES]
+    kept = [i for i in found if i.path in changed or i.rule not in _LOOKUP_RULES]
+    return kept + _orphaned_relations(everything, changed, orphaned)
+
+
+def _orphaned_relations(everything: dict[str, Analysis], changed: set[str], orphaned: set[str]) -> list[Issue]:
+    """graph's relation-target rule for unchanged documents, on the targets the change may have
+    withdrawn (every document of those entities is in `everything`)."""
+    observations = [(p, a.facts) for p, a in sorted(everything.items()) if a.facts and a.facts["kind"] == "observation"]
+    gone = {t for _, f in observations for t in f["retracts"]}
+    tenants_of: dict[str, list[dict[str, str]]] = {}
+    for _, facts in observations:
+        if facts["id"] not in gone and facts["entity"] in orphaned:
+            tenants_of.setdefault(facts["entity"], []).append(facts["tenant"])
+    issues = []
+    for path, facts in observations:
+        if path in changed or facts["id"] in gone:
+            continue
+        for rel_type, target in facts["relations"]:
+            if target in orphaned and not any(graph.visible(t, facts["tenant"]) for t in tenants_of.get(target, ())):
+                issues.append(Issue(path, 1, 1, errors.ENTITY_NOT_FOUND, "relation-target",
+                                    f"{rel_type} target '{target}' is not the entity of any observation in this tenant"))
+    return issues
 
 
 def _entity_schemas(git: Git, changes: list) -> list[Issue]:

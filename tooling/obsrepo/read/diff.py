@@ -83,9 +83,11 @@ def review(base_scope: ReadScope, head_scope: ReadScope, check_scope: ReadScope 
         _reduce(scope, side, touched, explain=side is head)
 
     report: dict[str, Any] = {"base": base.sha, "head": head.sha, "valid": True}
-    report["summary"] = _summary(added, head)
-    report["added"] = sorted(o.id for o in added)
-    report["removed"] = sorted(o.id for o in removed)
+    modified = {c.path for c in changes if c.status != "A" and c.status != "D"}
+    report["summary"] = _summary([o for o in added if head.info[o.id][0] not in modified], head)
+    report["added"] = sorted(o.id for o in added if head.info[o.id][0] not in modified)
+    report["modified"] = sorted(o.id for o in added if head.info[o.id][0] in modified)
+    report["removed"] = sorted(o.id for o in removed if base.info[o.id][0] not in modified)
     report["entities"] = _entities(touched, base, head)
     report["losing"] = _losing([o for o in added if o.id not in head.gone], head)
     report["retracted"] = _retracted(added, base, head)
@@ -195,18 +197,22 @@ def _entities(touched: set[str], base: Side, head: Side) -> list[dict[str, Any]]
     for entity in sorted(touched):
         (old_kind, old), (new_kind, new) = base.state(entity), head.state(entity)
         entry: dict[str, Any] = {"entity_id": entity}
-        if new_kind == "merged" and old_kind != "merged":
+        if new_kind == "merged":
+            if (old_kind, old) == (new_kind, new):
+                continue
             entry.update(change="merged", into=new, fields=[])
         elif new_kind == "live" and old_kind != "live":
             entry.update(change="restored" if old_kind == "deleted" else "created",
                          fields=_fields({}, new, base, head))
-        elif old_kind == "live" and new_kind in ("deleted", "absent"):
-            entry.update(change="deleted", fields=_gone_fields(old, new, base, head))
-        elif old_kind == new_kind == "live":
+        elif new_kind == "live":
             fields = _fields(old["snapshot"], new, base, head, old["provenance"])
             if not fields:
                 continue
             entry.update(change="changed", fields=fields)
+        elif old_kind == "live":  # deleted, or every observation gone
+            entry.update(change="deleted", fields=_gone_fields(old, new, base, head))
+        elif new_kind == "deleted" and old_kind != "deleted":  # appears deleted (new, or split from a merge)
+            entry.update(change="deleted", fields=[])
         else:
             continue
         entries.append(entry)

@@ -25,9 +25,10 @@ def change_problems(git: Git, base: str, head: str, scope: ReadScope) -> list[di
             "WHERE o.path NOT IN (SELECT unnest(?::VARCHAR[])) AND (len(o.retracts) > 0 "
             "OR o.id IN (SELECT unnest(?::VARCHAR[])) OR o.content_hash IN (SELECT unnest(?::VARCHAR[])) "
             "OR o.entity IN (SELECT unnest(?::VARCHAR[])) "
-            "OR len(list_filter(o.relations, r -> list_contains(?::VARCHAR[], r.type))) > 0)",
+            "OR len(list_filter(o.relations, r -> list_contains(?::VARCHAR[], r.type))) > 0 "
+            "OR len(list_filter(o.relations, r -> list_contains(?::VARCHAR[], r.target))) > 0)",
             [sorted(leave_out), sorted(wanted.ids), sorted(wanted.hashes), sorted(wanted.entities),
-             sorted(wanted.graph_types)])
+             sorted(wanted.graph_types), sorted(wanted.relation_targets)])
         found = []
         for path, obs_id, ts, org, project, agent, user, entity, corrects, retracts, relations, digest in rows:
             tenant = {k: v for k, v in (("org", org), ("project", project), ("agent", agent), ("user", user)) if v is not None}
