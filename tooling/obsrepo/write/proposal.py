@@ -104,7 +104,7 @@ def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "",
     message = f"{made.event}\n\nObsrepo-Tool: {tool}\nObsrepo-Observation: {made.id}\n"
     identity = author_env()
     blob: str | None = None
-    for _attempt in range(ATTEMPTS):
+    for attempt in range(ATTEMPTS):
         tip, checked_out = git.branch_tip(branch)
         if checked_out:
             raise UsageError(f"branch '{branch}' is checked out in {checked_out}; a proposal never moves a "
@@ -129,7 +129,9 @@ def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "",
         moved, _ = git.branch_tip(branch)
         if moved == tip and "lock" not in failure:
             raise GitError(f"cannot update branch '{branch}': {failure}", branch=branch)
-        time.sleep(random.uniform(0, 0.01))  # another writer won: check again on its tip
+        # another writer won: check again on its tip, after a random wait that grows with each
+        # loss, so that a writer slowed by catching up is not beaten every time (starvation)
+        time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 7)))
     raise GitError(f"branch '{branch}' kept moving under other writers; gave up after {ATTEMPTS} attempts",
                    branch=branch)
 
