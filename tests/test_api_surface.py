@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import observation
 from obsrepo.api import Repository
-from obsrepo.errors import GitError, UsageError
+from obsrepo.errors import GitError, InputError, UsageError
 
 
 def test_check_and_new_through_the_repository(repo):
@@ -14,11 +14,11 @@ def test_check_and_new_through_the_repository(repo):
     api = Repository(str(repo.path))
     assert api.check().ok
     created = api.new({"source": "agent/x", "event": "seen", "timestamp": "2026-01-02T09:00:00Z"})
-    assert (repo.path / created.path).is_file()
+    assert (repo.path / created["path"]).is_file()
     assert api.check(base="HEAD").ok
-    (repo.path / created.path).write_text("not a document", encoding="utf-8")
-    report = api.check((created.path,))
-    assert not report.ok and {i.path for i in report.issues} == {created.path}
+    (repo.path / created["path"]).write_text("not a document", encoding="utf-8")
+    report = api.check((created["path"],))
+    assert not report.ok and {i.path for i in report.issues} == {created["path"]}
 
 
 def test_a_bound_writer_stamps_its_tenant_and_cannot_write_outside_it(repo):
@@ -27,9 +27,9 @@ def test_a_bound_writer_stamps_its_tenant_and_cannot_write_outside_it(repo):
     api = Repository(str(repo.path), tenant={"org": "acme"})
     created = api.new({"source": "agent/x", "event": "seen", "timestamp": "2026-01-02T09:00:00Z",
                        "tenant": {"project": "web"}})
-    text = (repo.path / created.path).read_text(encoding="utf-8")
+    text = (repo.path / created["path"]).read_text(encoding="utf-8")
     assert "org: acme" in text and "project: web" in text
-    with pytest.raises(UsageError):
+    with pytest.raises(InputError):
         api.new({"source": "agent/x", "event": "other", "tenant": {"org": "globex"}})
 
 

@@ -36,8 +36,12 @@ READERS: dict[str, list[str]] = {
     "related": ["company/acme"],
     "timeline": [],
     "history": ["company/acme"],
+    "correct": ["company/acme", "name", "Acme Inc", "--reason", "typo"],
+    "retract": ["obs-20260213-102500-0001", "--reason", "wrong"],
+    "diff": [],
+    "show": ["obs-20260213-102500-0001"],
 }
-NOT_READERS = {"check", "new"}
+NOT_READERS = {"check", "new", "relate", "merge"}
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 

@@ -185,7 +185,8 @@ def _imported(stderr: str) -> set[str]:
 
 
 @pytest.mark.parametrize("argv", [("check",), ("check", "--staged"), ("check", "--base", "HEAD"),
-                                  ("new", "--source", "agent/t", "--event", "seen", "--format", "json")],
+                                  ("new", "--source", "agent/t", "--event", "seen", "--format", "json"),
+                                  ("new", "--source", "agent/t", "--event", "seen", "--commit")],
                          ids=" ".join)
 def test_the_gate_never_imports_the_index(repo, argv):
     repo.add(observation("obs-20260213-102500-0001"))

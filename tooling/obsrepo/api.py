@@ -35,6 +35,7 @@ class Repository:
         self.index_file = index_path(self.root, index)
         self.tenant = dict(tenant or {})
         self.progress = progress
+        self._states: Any = None  # the write path's rule state, moved along with the proposal branch
 
     # -- the gate and the work tree -----------------------------------------------------
     def check(self, paths: tuple[str, ...] = (), *, base: str | None = None, staged: bool = False,
@@ -45,11 +46,6 @@ class Repository:
         from .gate.check import CheckRequest, run_check
 
         return run_check(CheckRequest(cwd or self.root, tuple(paths), base, staged, progress=progress))
-
-    def new(self, front: dict[str, Any], body: str = "") -> Any:
-        """`obsrepo new`: one new observation file in the work tree, validated as `check` would;
-        returns `Created` (`.id`, `.path`, `.content_hash`)."""
-        return new_observation(self.root, front, body, tenant=self.tenant)
 
     # -- index -------------------------------------------------------------------------
     def index(self, rev: str | None = None, *, full: bool = False, strict: bool = False,
@@ -218,6 +214,111 @@ class Repository:
 
         return self._read(lambda scope: show(scope, observation_id), at)
 
+    # -- writing (docs/design.md §11) --------------------------------------------------------
+    def new(self, front: dict[str, Any], body: str = "") -> dict[str, Any]:
+        """Write one new observation into the work tree (as `obsrepo new`): {"id", "path", "content_hash"}."""
+        from .write.new import create
+        from .write.statements import stamp_tenant
+
+        return create(self.root, stamp_tenant(front, self.tenant), body).as_dict()
+
+    def propose(self, front: dict[str, Any], body: str = "", *, branch: str | None = None,
+                tool: str = "propose") -> dict[str, Any]:
+        """Write one new observation as one new commit on the proposal branch (default
+        obsrepo/proposals, made from HEAD when missing), checked as `check --base` would check
+        the branch; the work tree and the checked-out branch stay as they are.
+        Returns {"id", "path", "content_hash", "commit", "branch"}."""
+        from .write.proposal import propose
+        from .write.statements import stamp_tenant
+
+        return propose(self.git, self._tree_states(), stamp_tenant(front, self.tenant), body, branch=branch,
+                       tool=tool).as_dict()
+
+    def correct(self, entity: str, field: str, value: Any, *, reason: str, branch: str | None = None,
+                commit: bool = True, source: str | None = None) -> dict[str, Any]:
+        """Correct the current value of FIELD: a priority-1000 observation that `corrects` the
+        winning observation. The winner is read at the proposal branch's tip when it exists
+        (earlier proposals count), else at HEAD; with commit=False (the work tree) at HEAD."""
+        from .write.statements import correction, target_tenant
+
+        at = self._statement_base(branch, commit)
+        found = self.provenance(entity, field, at=at)
+        winner = found["observation_id"]
+        winner = winner[0] if isinstance(winner, list) else winner
+        tenant = target_tenant(self._documents(at, commit), winner, self.tenant)
+        front = correction(entity, field, value, winner, tenant, reason=reason, source=source or self._source())
+        return self._write(front, branch, commit, "correct")
+
+    def retract(self, obs_id: str, *, reason: str, branch: str | None = None, commit: bool = True,
+                source: str | None = None) -> dict[str, Any]:
+        """Withdraw an observation from queries and snapshots: a new observation that `retracts` it."""
+        from .write.statements import retraction, target_tenant
+
+        at = self._statement_base(branch, commit)
+        tenant = target_tenant(self._documents(at, commit), obs_id, self.tenant)
+        return self._write(retraction(obs_id, tenant, reason=reason, source=source or self._source()),
+                           branch, commit, "retract")
+
+    def relate(self, source_entity: str, relation_type: str, target: str, *, branch: str | None = None,
+               commit: bool = True, source: str | None = None) -> dict[str, Any]:
+        """A relation SOURCE —TYPE→ TARGET (PART_OF, DEPENDS_ON, REFERS_TO, … or your own UPPER_SNAKE)."""
+        from .write.statements import relation
+
+        front = relation(source_entity, relation_type, target, source=source or self._source())
+        return self._write(front, branch, commit, "relate")
+
+    def merge(self, from_entity: str, into_entity: str, *, reason: str, branch: str | None = None,
+              commit: bool = True, source: str | None = None) -> dict[str, Any]:
+        """Merge FROM into INTO (DUPLICATE_OF): FROM's observations count for INTO from then on."""
+        from .write.statements import merge
+
+        front = merge(from_entity, into_entity, reason=reason, source=source or self._source())
+        return self._write(front, branch, commit, "merge")
+
+    def _write(self, front: dict[str, Any], branch: str | None, commit: bool, tool: str) -> dict[str, Any]:
+        if commit:
+            return self.propose(front, branch=branch, tool=tool)
+        if branch is not None:
+            raise UsageError("--branch names the proposal branch of --commit", parameter="--branch")
+        return self.new(front)
+
+    def _tree_states(self) -> Any:
+        if self._states is None:
+            from .write.proposal import TreeStates
+
+            self._states = TreeStates(self.git)
+        return self._states
+
+    def _statement_base(self, branch: str | None, commit: bool) -> str:
+        """The commit a statement is made against: the proposal branch's tip, else HEAD."""
+        from .write.proposal import DEFAULT_BRANCH
+
+        if commit:
+            tip, _ = self.git.branch_tip(branch or DEFAULT_BRANCH)
+            if tip:
+                return tip
+        return self.git.resolve("HEAD")
+
+    def _documents(self, at: str, commit: bool) -> Any:
+        """The rule state of the documents a statement may name: the commit's tree, or, for the
+        work tree, every document in it, committed or not."""
+        if commit:
+            return self._tree_states().at(at)
+        from .gate.addition import RuleState
+        from .gate.cache import AnalysisCache
+        from .gate.check import analyze_source
+        from .gate.sources import worktree
+
+        cache = AnalysisCache.open(self.git)
+        analyses = analyze_source(worktree(self.root), cache)
+        cache.save()
+        return RuleState.of(analyses)
+
+    def _source(self) -> str:
+        from .write.proposal import default_source
+
+        return default_source(self.git)
+
 
 def _duckdb_error() -> type[BaseException]:
     import duckdb
@@ -228,16 +329,7 @@ def _duckdb_error() -> type[BaseException]:
 def new_observation(path: str, front: dict[str, Any], body: str = "", *, tenant: dict[str, str] | None = None) -> Any:
     """`Repository.new` for any folder, a git repository or not (its root when it is one)."""
     from .write.new import create
+    from .write.statements import stamp_tenant
 
     git = Git.discover(path)
-    return create(git.root if git else path, _stamped(front, tenant) if tenant else front, body)
-
-
-def _stamped(front: dict[str, Any], tenant: dict[str, str]) -> dict[str, Any]:
-    """A bound caller writes within its binding: the tenant is stamped, a different one refused."""
-    given = front.get("tenant")
-    if given is None:
-        return {**front, "tenant": dict(tenant)}
-    if not isinstance(given, dict) or any(given.get(key, value) != value for key, value in tenant.items()):
-        raise UsageError("the observation's tenant lies outside the caller's binding", parameter="tenant")
-    return {**front, "tenant": {**given, **tenant}}
+    return create(git.root if git else path, stamp_tenant(front, tenant or {}), body)

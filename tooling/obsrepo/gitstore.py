@@ -263,6 +263,107 @@ class Git:
         raise GitError(f"object {sha} is missing")  # pragma: no cover
 
 
+    # -- plumbing writes (the write path: docs/design.md §11) ---------------------------------
+    def branch_tip(self, branch: str) -> tuple[str | None, str | None]:
+        """(tip sha, path of a work tree that has it checked out) of `refs/heads/<branch>`;
+        (None, None) when the branch does not exist."""
+        ref = f"refs/heads/{branch}"
+        out = self.run("for-each-ref", "--format=%(objectname) %(worktreepath)", ref).decode("utf-8", "surrogateescape")
+        for line in out.splitlines():
+            sha, _, worktree = line.partition(" ")
+            return sha, worktree or None
+        return None, None
+
+    def valid_branch_name(self, branch: str) -> bool:
+        if not branch or branch.startswith("-") or "\x00" in branch:
+            return False
+        return self.run("check-ref-format", "--branch", branch, check=False).strip() != b""
+
+    def write_blob(self, data: bytes) -> str:
+        """Store `data` as a blob (as is: no filter applies) and return its id."""
+        return self.run("hash-object", "-w", "--no-filters", "--stdin", input=data).decode().strip()
+
+    def tree_with_file(self, commit: str, path: str, blob: str, mode: str = "100644") -> str | None:
+        """The tree of `commit` with one more file at `path`, written to the object store; None
+        when something already exists at `path` (or a file stands where a folder should be).
+
+        Only the trees along `path` are read (one `cat-file --batch`) and rewritten (one
+        `mktree --batch`), so the cost does not grow with the size of the repository."""
+        parts = path.split("/")
+        folders = ["/".join(parts[:i]) for i in range(len(parts))]  # "", "observations", …
+        names = [f"{commit}^{{tree}}"] + [f"{commit}:{folder}" for folder in folders[1:]]
+        out = self.run("cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
+        trees: list[list[tuple[str, bytes, str]] | None] = []
+        at = 0
+        for _name in names:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            if header[-1] == b"missing" or len(header) != 3:
+                trees.append(None)
+                at = end + 1
+                continue
+            size = int(header[2])
+            if header[1] != b"tree":
+                return None  # a file where a folder should be
+            trees.append(_parse_tree(out[end + 1 : end + 1 + size]))
+            at = end + 2 + size
+        child_mode, child_sha = mode, blob
+        batch: list[str] = []
+        expected: list[str] = []
+        for depth in range(len(parts) - 1, -1, -1):
+            entries = list(trees[depth] or [])
+            name = parts[depth].encode("utf-8", "surrogateescape")
+            if depth == len(parts) - 1 and any(e[1] == name for e in entries):
+                return None
+            entries = [e for e in entries if e[1] != name] + [(child_mode, name, child_sha)]
+            child_sha = _tree_sha(entries)
+            child_mode = "40000"
+            batch.append("".join(f"{m} {'tree' if m == '40000' else 'commit' if m == '160000' else 'blob'} {s}\t"
+                                 f"{n.decode('utf-8', 'surrogateescape')}\n" for m, n, s in entries) + "\n")
+            expected.append(child_sha)
+        written = self.run("mktree", "--batch", input="".join(batch).encode("utf-8", "surrogateescape")).decode().split()
+        if written != expected:
+            raise GitError(f"git wrote trees {written} where {expected} were expected")
+        return child_sha
+
+    def commit_tree(self, tree: str, parent: str, message: str, env: dict[str, str] | None = None) -> str:
+        """A new commit object (no ref moves): `tree` on top of `parent`."""
+        git = Git(self.root, {**self.env, **(env or {})})
+        return git.run("commit-tree", tree, "-p", parent, "-F", "-", input=message.encode("utf-8")).decode().strip()
+
+    def update_ref(self, ref: str, new: str, old: str | None, reason: str) -> str | None:
+        """Compare and swap: point `ref` at `new` only if it still points at `old` (`old` None:
+        only if it does not exist yet). None when done, else git's reason (the ref moved
+        meanwhile, or another writer holds its lock)."""
+        try:
+            self.run("update-ref", "-m", reason, ref, new, old or NULL_SHA)
+        except GitError as exc:
+            return exc.message
+        return None
+
+
+def _parse_tree(data: bytes) -> list[tuple[str, bytes, str]]:
+    """(mode, name, sha) of each entry of a raw tree object."""
+    entries = []
+    at = 0
+    while at < len(data):
+        space = data.index(b" ", at)
+        nul = data.index(b"\0", space)
+        entries.append((data[at:space].decode(), data[space + 1 : nul], data[nul + 1 : nul + 21].hex()))
+        at = nul + 21
+    return entries
+
+
+def _tree_sha(entries: list[tuple[str, bytes, str]]) -> str:
+    """The id git gives a tree of these entries (sorted as git sorts them: a folder's name as if
+    it ended with '/')."""
+    import hashlib
+
+    ordered = sorted(entries, key=lambda e: e[1] + b"/" if e[0] == "40000" else e[1])
+    body = b"".join(m.encode() + b" " + n + b"\0" + bytes.fromhex(s) for m, n, s in ordered)
+    return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
+
+
 def blob_sha(data: bytes) -> str:
     """The id git would give `data` as a blob."""
     import hashlib

@@ -265,15 +265,20 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 @click.option("--trace-ref", help="The run or trace that produced it.")
 @click.option("--data", metavar="JSON", help="Any JSON payload.")
 @click.option("--body", help="Markdown body; - reads it from stdin.")
+@click.option("--commit", "as_commit", is_flag=True,
+              help="Commit the new file on a proposal branch instead of writing it into the work tree.")
+@click.option("--branch", metavar="BRANCH",
+              help="The proposal branch for --commit (default obsrepo/proposals, made from HEAD when missing).")
 @click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-              help="text: the new file's path; json: its id, path and content hash.")
+              help="text: the new file's path; json: its id, path and content hash (and commit and branch).")
 @handled
-def new(json_input: str | None, output_format: str, **options: Any) -> int:
+def new(json_input: str | None, output_format: str, as_commit: bool, branch: str | None, **options: Any) -> int:
     """Write one new observation and print its path.
 
     The id and the file name come from the timestamp and the content; nothing is written when
     the observation would break a rule (the problems are printed instead, exit 1) or repeats
-    one already in the work tree.
+    one already in the work tree. With --commit the file goes into one new commit on a proposal
+    branch instead (checked against the branch), leaving the work tree as it is.
     """
     from ..api import new_observation
     from ..write.new import read_json_input, read_text
@@ -284,6 +289,13 @@ def new(json_input: str | None, output_format: str, **options: Any) -> int:
         front, body = _front_from_flags(options)
         if body == "-":
             body = read_text("-", "--body")
+    if as_commit:
+        from ..api import Repository
+        from .write import render_written
+
+        return render_written(Repository(os.getcwd()).propose(front, body, branch=branch, tool="new"), output_format)
+    if branch is not None:
+        raise UsageError("--branch names the proposal branch of --commit", parameter="--branch")
     created = new_observation(os.getcwd(), front, body)
     if output_format == "json":
         _emit_json(created.as_dict())
@@ -726,4 +738,7 @@ def show(observation_id: str, at: str | None, output_format: str, tenant: str | 
 
         click.echo(render_show(result))
     return errors.EXIT_OK
+
+
+from . import write as _write  # noqa: E402,F401 - registers correct, retract, relate, merge
 

@@ -152,6 +152,11 @@ def _from_entries(git: Git, entries: list[Entry]) -> Source:
     return Source(listed, reader)
 
 
+def entries(git: Git, listed: list[Entry]) -> Source:
+    """Given blobs of the object store (the files a commit added, say)."""
+    return _from_entries(git, listed)
+
+
 def staged(git: Git) -> Source:
     """The documents as they would be committed (git's index)."""
     return _from_entries(git, git.ls_files(*DOCUMENT_ROOTS))

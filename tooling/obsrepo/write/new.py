@@ -18,7 +18,7 @@ from ..format.analyze import analyze
 from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH, read_document
 from ..format.model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
 from ..format.report import NOT_WRITTEN, Issue
-from ..format.rules import content_hash
+from ..format.rules import Analysis, content_hash
 from ..gate import graph
 from ..gate.cache import AnalysisCache
 from ..gate.check import analyze_source
@@ -49,8 +49,21 @@ class DocumentRefused(InputError):
         self.issues = issues
 
 
-def create(root: str, front: dict[str, Any], body: str = "", now: datetime | None = None) -> Created:
-    """Validate `front` + `body` exactly as `check` would, then write the file; never overwrite."""
+@dataclass(frozen=True)
+class Draft:
+    """A document ready to be written: its id, path, bytes and per-document analysis."""
+
+    id: str
+    path: str
+    text: bytes
+    content_hash: str
+    analysis: Analysis
+    event: str
+
+
+def draft(front: dict[str, Any], body: str = "", now: datetime | None = None) -> Draft:
+    """Build the document `new` writes from `front` + `body` and apply the per-document rules:
+    the id and path come from the UTC timestamp (now when not given) and the content hash."""
     front = dict(front)
     if front.get("spec", OBSERVATION_SPEC) != OBSERVATION_SPEC:
         raise InputError(f"spec must be {OBSERVATION_SPEC}", parameter="spec")
@@ -65,8 +78,8 @@ def create(root: str, front: dict[str, Any], body: str = "", now: datetime | Non
         except ValueError as exc:
             raise InputError(f"timestamp: {exc}", parameter="timestamp") from None
     try:
-        draft = emit.document({"spec": OBSERVATION_SPEC, **front}, body)
-        read_back = read_document(NOT_WRITTEN, draft.encode("utf-8"))
+        text = emit.document({"spec": OBSERVATION_SPEC, **front}, body)
+        read_back = read_document(NOT_WRITTEN, text.encode("utf-8"))
     except UnicodeEncodeError:
         raise InputError("the input holds text that is not valid Unicode", parameter="body") from None
     if read_back.front is None:
@@ -77,11 +90,17 @@ def create(root: str, front: dict[str, Any], body: str = "", now: datetime | Non
         raise InputError("timestamp must be an ISO 8601 string", parameter="timestamp")
     obs_id = f"obs-{stamp.year:04d}{stamp:%m%d-%H%M%S}-{digest[:8]}"
     path = f"observations/{stamp.year:04d}/{stamp:%m/%d}/{obs_id}.md"
-    text = emit.document({"spec": OBSERVATION_SPEC, "id": obs_id, **front}, body).encode("utf-8")
-
-    analysis = analyze(path, text)
+    data = emit.document({"spec": OBSERVATION_SPEC, "id": obs_id, **front}, body).encode("utf-8")
+    analysis = analyze(path, data)
     if analysis.issues:
         raise DocumentRefused(analysis.issues)
+    return Draft(obs_id, path, data, digest, analysis, str(front.get("event", "")))
+
+
+def create(root: str, front: dict[str, Any], body: str = "", now: datetime | None = None) -> Created:
+    """Validate `front` + `body` exactly as `check` would, then write the file; never overwrite."""
+    made = draft(front, body, now)
+    path = made.path
     git = Git.discover(root)
     cache = AnalysisCache.open(git)
     analyses = analyze_source(worktree(root), cache)
@@ -89,7 +108,7 @@ def create(root: str, front: dict[str, Any], body: str = "", now: datetime | Non
     if path in analyses:
         raise DocumentRefused([Issue(path, 1, 1, errors.DUPLICATE_CONTENT, "duplicate-content",
                                      f"the same content is already recorded in {path}")])
-    analyses[path] = analysis
+    analyses[path] = made.analysis
     problems = [i for i in graph.repository_rules(analyses, added={path}) if i.path == path]
     if problems:
         raise DocumentRefused(problems)
@@ -98,11 +117,11 @@ def create(root: str, front: dict[str, Any], body: str = "", now: datetime | Non
     os.makedirs(os.path.dirname(full), exist_ok=True)
     try:
         with open(full, "xb") as handle:
-            handle.write(text)
+            handle.write(made.text)
     except FileExistsError:
         raise DocumentRefused([Issue(path, 1, 1, errors.DUPLICATE_CONTENT, "duplicate-content",
                                      f"{path} already exists")]) from None
-    return Created(obs_id, path, digest)
+    return Created(made.id, path, made.content_hash)
 
 
 def parse_field(text: str, parameter: str = "--field") -> tuple[str, Any]:

@@ -1,0 +1,119 @@
+"""The statements of stewardship: correct, retract, relate, merge. Each writes one new file into
+the work tree (like `new`), or with --commit one new commit on a proposal branch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .. import errors
+from ..params import binding_from
+from . import FORMATS, _emit_json, examples, handled, main
+
+
+def write_options(func: Callable) -> Callable:
+    """--commit, --branch, --source, --tenant and --format, shared by every statement."""
+    for option in reversed((
+        click.option("--commit", "as_commit", is_flag=True,
+                     help="Commit the new file on a proposal branch instead of writing it into the work tree."),
+        click.option("--branch", metavar="BRANCH",
+                     help="The proposal branch for --commit (default obsrepo/proposals, made from HEAD when missing)."),
+        click.option("--source", help="Who makes the statement (default human/<your git user name>)."),
+        click.option("--tenant", metavar="org=…[,project=…]",
+                     help="Write as this tenant and see only its observations (or OBSREPO_TENANT)."),
+        click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
+                     help="text: the new file's path (and commit); json: id, path, content hash (commit, branch)."),
+    )):
+        func = option(func)
+    return func
+
+
+def _writer(tenant: str | None) -> Any:
+    from ..api import Repository
+
+    return Repository(os.getcwd(), tenant=binding_from(tenant))
+
+
+def render_written(result: dict[str, Any], output_format: str) -> int:
+    if output_format == "json":
+        _emit_json(result)
+    elif result.get("commit"):
+        click.echo(f"{result['path']} (commit {result['commit'][:12]} on {result['branch']})")
+    else:
+        click.echo(result["path"])
+    return errors.EXIT_OK
+
+
+@main.command(epilog=examples('obsrepo correct company/acme phone "+44 20 7946 0000" --reason "Typo in the area code"',
+                              'obsrepo correct invoice/inv-2041 total 1350 --reason "Credit note" --commit'))
+@click.argument("entity")
+@click.argument("field")
+@click.argument("value")
+@click.option("--reason", required=True, help="Why the value is wrong (one line; it goes into the event).")
+@write_options
+@handled
+def correct(entity: str, field: str, value: str, reason: str, as_commit: bool, branch: str | None, source: str | None,
+            tenant: str | None, output_format: str) -> int:
+    """Correct a field's value: a new observation that corrects the winning one.
+
+    VALUE is JSON when it parses (1350, true, null, ["a"]), else the text as written. The
+    correction has priority 1000 and names the observation that currently wins the field (at
+    the proposal branch's tip with --commit, else at HEAD).
+    """
+    from ..write.new import parse_field
+
+    parsed = parse_field(f"{field}={value}", "VALUE")[1]
+    result = _writer(tenant).correct(entity, field, parsed, reason=reason, branch=branch, commit=as_commit, source=source)
+    return render_written(result, output_format)
+
+
+@main.command(epilog=examples('obsrepo retract obs-20260213-102500-0001 --reason "Recorded for the wrong company"',
+                              'obsrepo retract obs-20260213-102500-0001 --reason "Duplicate" --commit --branch proposals/cleanup'))
+@click.argument("obs_id", metavar="OBS_ID")
+@click.option("--reason", required=True, help="Why it is withdrawn (one line; it goes into the event).")
+@write_options
+@handled
+def retract(obs_id: str, reason: str, as_commit: bool, branch: str | None, source: str | None, tenant: str | None,
+            output_format: str) -> int:
+    """Withdraw an observation from queries and snapshots (the file stays in history)."""
+    result = _writer(tenant).retract(obs_id, reason=reason, branch=branch, commit=as_commit, source=source)
+    return render_written(result, output_format)
+
+
+@main.command(epilog=examples("obsrepo relate invoice/inv-2041 PART_OF company/acme",
+                              "obsrepo relate task/44 DEPENDS_ON task/42 --commit --format json"))
+@click.argument("source_entity", metavar="SOURCE")
+@click.argument("relation_type", metavar="TYPE")
+@click.argument("target", metavar="TARGET")
+@write_options
+@handled
+def relate(source_entity: str, relation_type: str, target: str, as_commit: bool, branch: str | None, source: str | None,
+           tenant: str | None, output_format: str) -> int:
+    """Record a relation from SOURCE to TARGET, e.g. PART_OF or DEPENDS_ON.
+
+    TYPE is PART_OF, CORRECTS, REFERS_TO, SETTLES, DUPLICATE_OF, DEPENDS_ON, SUPERSEDES or your
+    own UPPER_SNAKE_CASE name. TARGET must be an entity with observations; PART_OF and
+    DEPENDS_ON may not close a cycle.
+    """
+    result = _writer(tenant).relate(source_entity, relation_type, target, branch=branch, commit=as_commit, source=source)
+    return render_written(result, output_format)
+
+
+@main.command(epilog=examples('obsrepo merge company/acme-corp company/acme --reason "Same company, two spellings"',
+                              'obsrepo merge person/j-smith person/jane-smith --reason "Same person" --commit'))
+@click.argument("from_entity", metavar="FROM")
+@click.argument("into_entity", metavar="INTO")
+@click.option("--reason", required=True, help="Why they are the same (one line; it goes into the event).")
+@write_options
+@handled
+def merge(from_entity: str, into_entity: str, reason: str, as_commit: bool, branch: str | None, source: str | None,
+          tenant: str | None, output_format: str) -> int:
+    """Merge FROM into INTO: FROM's observations count for INTO from then on.
+
+    An entity is merged at most once (ENTITY_ALREADY_MERGED); merges may not form a cycle.
+    """
+    result = _writer(tenant).merge(from_entity, into_entity, reason=reason, branch=branch, commit=as_commit, source=source)
+    return render_written(result, output_format)

@@ -1,0 +1,179 @@
+"""The write path (docs/design.md §11): one new, checked file in one new commit on a proposal branch.
+
+The commit is made from git objects (a blob, the trees along its path, a commit) and published
+with a compare-and-swap ref update, so the work tree, git's index and the checked-out branch
+are never touched, and concurrent writers never lose a file: a writer whose ref update lost
+the race checks again on the new tip and retries.
+
+Before publishing, the document is held to the rules `obsrepo check --base <base>` applies to
+the branch: the per-document rules, and the repository rules over the base's documents and
+every earlier proposal (`gate.addition.RuleState`, kept per process and moved along with the
+tip; built once from the analysis cache, keyed by blob id).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .. import errors
+from ..errors import GitError, UsageError
+from ..format.report import Issue
+from ..gate.addition import RuleState
+from ..gate.cache import AnalysisCache
+from ..gate.check import analyze_source
+from ..gate.sources import DOCUMENT_ROOTS, commit, entries
+from ..gitstore import Entry, Git
+from .new import DocumentRefused, Draft, draft
+
+DEFAULT_BRANCH = "obsrepo/proposals"
+ATTEMPTS = 20  # ref updates lost to other writers before giving up
+
+
+@dataclass(frozen=True)
+class Proposed:
+    id: str
+    path: str
+    content_hash: str
+    commit: str
+    branch: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "path": self.path, "content_hash": self.content_hash, "commit": self.commit,
+                "branch": self.branch}
+
+
+class TreeStates:
+    """The rule state of the last tree written on, moved along commit by commit (one per process
+    and repository: the `Repository` object keeps it)."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self.tip: str | None = None
+        self.state = RuleState()
+
+    def at(self, tip: str) -> RuleState:
+        if self.tip == tip:
+            return self.state
+        if self.tip is not None and self._advance(tip):
+            return self.state
+        cache = AnalysisCache.open(self.git)
+        analyses = analyze_source(commit(self.git, tip), cache)
+        cache.save()
+        self.state = RuleState.of(analyses)
+        self.tip = tip
+        return self.state
+
+    def _advance(self, tip: str) -> bool:
+        """Move the state from its tree to `tip`'s when files were only added (another writer's
+        proposals): read what was added. False when anything else changed."""
+        assert self.tip is not None
+        changes = self.git.diff_trees([(tip, self.tip)], *DOCUMENT_ROOTS)[0]
+        if any(c.status != "A" for c in changes):
+            return False
+        cache = AnalysisCache.open(self.git) if changes else None
+        if cache is not None:
+            added = entries(self.git, [Entry(c.new_mode, c.new_sha, c.path) for c in changes])
+            for path, analysis in sorted(analyze_source(added, cache).items()):
+                self.state.add(path, analysis.facts)
+            for change in changes:
+                self.state.paths.add(change.path)
+            cache.save()
+        self.tip = tip
+        return True
+
+    def added(self, parent: str, tip: str, made: Draft) -> None:
+        """Our own commit `tip` on `parent` added `made`."""
+        if self.tip == parent:
+            self.state.add(made.path, made.analysis.facts)
+            self.tip = tip
+
+
+def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "", *, branch: str | None = None,
+            tool: str = "propose", now: datetime | None = None) -> Proposed:
+    """Write the observation `new` would write as one commit on `branch`; refused writes change nothing."""
+    branch = branch or DEFAULT_BRANCH
+    if not git.valid_branch_name(branch):
+        raise UsageError(f"'{branch}' is not a valid branch name", parameter="--branch")
+    made = draft(front, body, now)
+    message = f"{made.event}\n\nObsrepo-Tool: {tool}\nObsrepo-Observation: {made.id}\n"
+    identity = author_env()
+    blob: str | None = None
+    for attempt in range(ATTEMPTS):
+        tip, checked_out = git.branch_tip(branch)
+        if checked_out:
+            raise UsageError(f"branch '{branch}' is checked out in {checked_out}; a proposal never moves a "
+                             "checked-out branch: name another --branch, or write to the work tree (without --commit)",
+                             parameter="--branch")
+        start = tip or git.resolve("HEAD", "--branch")
+        state = states.at(start)
+        if made.path in state.paths:
+            raise _duplicate(made.path)
+        problems = state.problems(made.path, made.analysis.facts or {})
+        if problems:
+            raise DocumentRefused(problems)
+        blob = blob or git.write_blob(made.text)
+        tree = git.tree_with_file(start, made.path, blob)
+        if tree is None:
+            raise _duplicate(made.path)
+        new = _commit(git, tree, start, message, identity)
+        failure = git.update_ref(f"refs/heads/{branch}", new, tip, f"obsrepo {tool}: {made.id}")
+        if failure is None:
+            states.added(start, new, made)
+            return Proposed(made.id, made.path, made.content_hash, new, branch)
+        moved, _ = git.branch_tip(branch)
+        if moved == tip and "lock" not in failure:
+            raise GitError(f"cannot update branch '{branch}': {failure}", branch=branch)
+        # another writer won: check again on its tip, after a random wait that grows with each
+        # loss, so that a writer slowed by catching up is not beaten every time (starvation)
+        time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 7)))
+    raise GitError(f"branch '{branch}' kept moving under other writers; gave up after {ATTEMPTS} attempts",
+                   branch=branch)
+
+
+def _duplicate(path: str) -> DocumentRefused:
+    return DocumentRefused([Issue(path, 1, 1, errors.DUPLICATE_CONTENT, "duplicate-content",
+                                  f"the same content is already recorded in {path}")])
+
+
+def _commit(git: Git, tree: str, parent: str, message: str, identity: dict[str, str]) -> str:
+    try:
+        return git.commit_tree(tree, parent, message, identity)
+    except GitError as exc:
+        if "identity" in exc.message or "tell me who you are" in exc.message.lower():
+            raise GitError("git has no identity to commit with: set user.name and user.email (git config), "
+                           "or OBSREPO_AUTHOR='Name <email>'") from None
+        raise
+
+
+_IDENTITY = re.compile(r"^\s*([^<>\n]*[^<>\s])\s*<([^<>\s]+)>\s*$")
+
+
+def author_env() -> dict[str, str]:
+    """OBSREPO_AUTHOR ("Name <email>") as git's author and committer; empty: git's own identity."""
+    text = os.environ.get("OBSREPO_AUTHOR")
+    if text is None:
+        return {}
+    match = _IDENTITY.match(text)
+    if not match:
+        raise UsageError(f"OBSREPO_AUTHOR must read 'Name <email>', got '{text}'", parameter="OBSREPO_AUTHOR")
+    name, email = match.groups()
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+
+
+def default_source(git: Git) -> str:
+    """`human/<name>` of whoever commits (OBSREPO_AUTHOR, else git's identity), for statements
+    made without a --source."""
+    text = os.environ.get("OBSREPO_AUTHOR") or ""
+    match = _IDENTITY.match(text)
+    name = match.group(1) if match else ""
+    if not name:
+        ident = git.run("var", "GIT_AUTHOR_IDENT", check=False).decode("utf-8", "replace")
+        name = ident.split("<", 1)[0].strip()
+    slug = re.sub(r"[^a-z0-9_.@+-]+", "-", name.lower()).strip("-.")
+    return f"human/{slug or 'unknown'}"
