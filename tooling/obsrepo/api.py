@@ -32,6 +32,24 @@ class Repository:
         self.index_file = index_path(self.root, index)
         self.tenant = dict(tenant or {})
         self.progress = progress
+        self._live: Any = None  # a LiveIndex once `keep_open` was called
+
+    def keep_open(self) -> None:
+        """Serve many reads from one long-running process (the MCP server): keep a read-only
+        connection to the index open between reads. Before each read the index is still brought
+        to HEAD (in this process) when HEAD moved, so no read answers from a stale commit. Reads
+        may then run on several threads at once. `close` ends it."""
+        from .index import IndexFiles
+        from .index.live import LiveIndex
+
+        if self._live is None:
+            self._live = LiveIndex(self.git, IndexFiles(self.index_file), progress=self.progress)
+
+    def close(self) -> None:
+        """Close the connection `keep_open` keeps (reads still work: they open their own)."""
+        if self._live is not None:
+            self._live.close()
+            self._live = None
 
     # -- index -------------------------------------------------------------------------
     def index(self, rev: str | None = None, *, full: bool = False, strict: bool = False,
@@ -44,6 +62,8 @@ class Repository:
         return build_index(self.git, IndexFiles(self.index_file), target, full=full, progress=progress, strict=strict)
 
     def _reader(self, **settings: Any) -> Any:
+        if self._live is not None and not settings:
+            return self._live.lease()
         from .index import IndexFiles, reader_at_least
 
         head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
@@ -163,3 +183,18 @@ class Repository:
         memory_limit = check_limits(timeout, memory_limit)
         return self._read(lambda con: run_sql(con, statement, timeout=timeout, memory_limit=memory_limit),
                           scoped=False, memory_limit=memory_limit)
+
+    # -- checks ----------------------------------------------------------------------------
+    def check_document(self, text: str) -> dict[str, Any]:
+        """`check`'s JSON report for one whole document's text, as if it were added at HEAD: the
+        per-document rules and the repository rules with the documents of HEAD. Nothing is
+        written. A tenant-bound caller's document is checked against its tenant's documents
+        only (the report never hints at another tenant's)."""
+        from .gate.document import check_text
+
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError("the document is not valid Unicode text", parameter="text") from None
+        head = self.git.resolve("HEAD") if self.git.has_head() else None
+        return check_text(self.git, head, data, self.tenant).as_dict()

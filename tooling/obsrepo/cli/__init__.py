@@ -697,3 +697,31 @@ def _root() -> str:
 
     git = Git.discover(os.getcwd())
     return git.root if git else os.getcwd()
+
+
+@main.command("mcp", epilog=examples("obsrepo mcp", "obsrepo mcp --tenant org=northwind",
+                                     "obsrepo mcp --transport http --port 8765",
+                                     "OBSREPO_MCP_TOKEN=$(openssl rand -hex 32) obsrepo mcp --transport http --host 0.0.0.0"))
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio: the client starts the server and talks over stdin/stdout; http: streamable HTTP at /mcp.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on (http). Anything but loopback needs OBSREPO_MCP_TOKEN.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port (http; 0: any free port).")
+@tenant_option
+@index_option
+@handled
+def mcp_command(transport: str, host: str, port: int, tenant: str | None, index_path: str | None) -> int:
+    """Serve the repository to agents over the Model Context Protocol.
+
+    Tools: observation_query, retrieve_entity_snapshot, retrieve_field_provenance,
+    retrieve_entities, retrieve_entity_by_identifier, list_observations, list_relationships,
+    retrieve_related_entities, list_timeline_events, retrieve_entity_history, check_document.
+    The index stays open and is brought up to HEAD before each call. With --tenant (or
+    OBSREPO_TENANT) every answer is bound to that tenant; no tool argument can change it.
+    Over http, a foreign Origin is refused, and OBSREPO_MCP_TOKEN, when set (required off
+    loopback), must come with every request as a bearer token.
+    """
+    from ..mcp import serve
+
+    serve(_repository(index_path, tenant), transport=transport, host=host, port=port)
+    return errors.EXIT_OK
