@@ -38,7 +38,8 @@ class Repository:
         """Serve many reads from one long-running process (the MCP server): keep a read-only
         connection to the index open between reads. Before each read the index is still brought
         to HEAD (in this process) when HEAD moved, so no read answers from a stale commit. Reads
-        may then run on several threads at once. `close` ends it."""
+        may then run on several threads at once. `close` ends it. (`sql` sets limits of its own
+        on a connection: it is not for a repository kept open.)"""
         from .index import IndexFiles
         from .index.live import LiveIndex
 
@@ -97,7 +98,10 @@ class Repository:
                     raise IndexFault(f"the index is damaged and rebuilding did not help: {exc}") from None
             finally:
                 con.close()
-            build_index(self.git, IndexFiles(self.index_file), self.git.resolve("HEAD"), full=True)
+            if self._live is not None:  # it holds the path open: it closes, rebuilds and reopens
+                self._live.rebuild()
+            else:
+                build_index(self.git, IndexFiles(self.index_file), self.git.resolve("HEAD"), full=True)
         raise AssertionError("unreachable")
 
     # -- queries -----------------------------------------------------------------------

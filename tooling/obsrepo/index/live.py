@@ -9,8 +9,10 @@ usual plan and update, published atomically) and the new generation is opened. N
 answered from a commit older than HEAD at the moment it started.
 
 Requests may run on several threads at once: one thread at a time refreshes (the others wait
-for it, so none reads the old commit), and a retired generation is closed only when the last
-request using it is done (closing a DuckDB connection closes its cursors).
+for it, so none reads the old commit). DuckDB shares one database per file path within a
+process, and closing a connection closes its cursors: so a refresh first waits for the
+requests still reading the old generation, closes it, and only then lets the writer (which
+opens the path for its own checks) and the new generation open the path.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..gitstore import Git
-from . import reader_at_least
+from . import build_index, reader_at_least
 from .store import IndexFiles
 
 
@@ -41,7 +43,6 @@ class _Generation:
         self.commit = commit
         self.identity = identity
         self.users = 0
-        self.retired = False
 
 
 class Lease:
@@ -72,8 +73,8 @@ class LiveIndex:
         self.git = git
         self.files = files
         self.progress = progress
-        self._refresh = threading.Lock()  # one refresher at a time
-        self._state = threading.Lock()  # the current generation and the use counts
+        self._refresh = threading.Lock()  # one refresher at a time; requests wait for it
+        self._state = threading.Condition()  # the current generation and its use count
         self._current: _Generation | None = None
 
     def lease(self) -> Lease:
@@ -82,7 +83,8 @@ class LiveIndex:
             head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
             current = self._current
             if current is None or current.commit != head or _identity(self.files.path) != current.identity:
-                self._open(head)
+                self._close_current()
+                self._open(lambda: reader_at_least(self.git, self.files, head, progress=self.progress))
             with self._state:
                 generation = self._current
                 assert generation is not None
@@ -93,8 +95,28 @@ class LiveIndex:
             self._release(generation)
             raise
 
-    def _open(self, head: str) -> None:
-        con = reader_at_least(self.git, self.files, head, progress=self.progress)
+    def rebuild(self) -> None:
+        """Rebuild the index from git (it was found damaged) and reopen it."""
+        with self._refresh:
+            self._close_current()
+            head = self.git.resolve("HEAD")
+            build_index(self.git, self.files, head, full=True, progress=self.progress)
+
+    def _close_current(self) -> None:
+        """Close the open generation once the requests using it are done. DuckDB shares one
+        database per file path within a process, so nothing else may open the path (the
+        writer's own checks, the next generation) while it is open."""
+        with self._state:
+            current = self._current
+            if current is None:
+                return
+            while current.users:
+                self._state.wait()
+            current.con.close()
+            self._current = None
+
+    def _open(self, connect: Callable[[], Any]) -> None:
+        con = connect()
         try:
             commit = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
             identity = _identity(self.files.path)
@@ -102,22 +124,13 @@ class LiveIndex:
             con.close()
             raise
         with self._state:
-            old, self._current = self._current, _Generation(con, commit, identity)
-            if old is not None:
-                old.retired = True
-                if old.users == 0:
-                    old.con.close()
+            self._current = _Generation(con, commit, identity)
 
     def _release(self, generation: _Generation) -> None:
         with self._state:
             generation.users -= 1
-            if generation.retired and generation.users == 0:
-                generation.con.close()
+            self._state.notify_all()
 
     def close(self) -> None:
-        with self._refresh, self._state:
-            if self._current is not None:
-                self._current.retired = True
-                if self._current.users == 0:
-                    self._current.con.close()
-                self._current = None
+        with self._refresh:
+            self._close_current()
