@@ -37,7 +37,7 @@ READERS: dict[str, list[str]] = {
     "timeline": [],
     "history": ["company/acme"],
 }
-NOT_READERS = {"check", "new"}
+NOT_READERS = {"check", "new", "mcp"}  # mcp: a server (tests/test_mcp.py)
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 

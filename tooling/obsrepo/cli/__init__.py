@@ -713,9 +713,8 @@ def _root() -> str:
 def mcp_command(transport: str, host: str, port: int, tenant: str | None, index_path: str | None) -> int:
     """Serve the repository to agents over the Model Context Protocol.
 
-    Tools: observation_query, retrieve_entity_snapshot, retrieve_field_provenance,
-    retrieve_entities, retrieve_entity_by_identifier, list_observations, list_relationships,
-    retrieve_related_entities, list_timeline_events, retrieve_entity_history, check_document.
+    Agents query observations, read snapshots, provenance, relationships, timelines and
+    history, and check a document before proposing it (the tools are listed in the README).
     The index stays open and is brought up to HEAD before each call. With --tenant (or
     OBSREPO_TENANT) every answer is bound to that tenant; no tool argument can change it.
     Over http, a foreign Origin is refused, and OBSREPO_MCP_TOKEN, when set (required off
