@@ -320,6 +320,34 @@ def test_a_commit_made_while_the_server_runs_is_seen_at_the_next_call(make_repo)
     anyio.run(scenario)
 
 
+def test_concurrent_calls_are_answered_and_a_commit_among_them_is_followed(make_repo):
+    repo = demo(make_repo)
+    expected = cli_json(repo, "snapshot", "company/initech")
+
+    async def scenario() -> None:
+        async with stdio_session(repo) as session:
+            answers: list[Any] = []
+
+            async def ask(tool: str, **arguments: Any) -> None:
+                answers.append(await call(session, tool, **arguments))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(12):
+                    group.start_soon(lambda: ask("retrieve_entity_snapshot", entity_id="company/initech"))
+                    group.start_soon(lambda: ask("observation_query", mode="json", limit=1))
+            assert [a for a in answers if "snapshot" in a] == [expected] * 12
+            repo.add(observation("obs-20260601-110000-0001", event="while many ask"))
+            head = repo.commit("while many ask")
+            answers.clear()
+            async with anyio.create_task_group() as group:
+                for _ in range(12):
+                    group.start_soon(lambda: ask("observation_query", mode="json", limit=1))
+            assert {a["at_commit"] for a in answers} == {head}
+            assert {a["observations"][0]["event"] for a in answers} == {"while many ask"}
+
+    anyio.run(scenario)
+
+
 # -- streamable HTTP ------------------------------------------------------------------------------
 
 class HttpServer:
