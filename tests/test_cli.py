@@ -41,7 +41,7 @@ READERS: dict[str, list[str]] = {
     "diff": [],
     "show": ["obs-20260213-102500-0001"],
 }
-NOT_READERS = {"check", "new", "relate", "merge"}
+NOT_READERS = {"check", "new", "relate", "merge", "mcp"}  # mcp: a server (tests/test_mcp.py)
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 

@@ -36,6 +36,25 @@ class Repository:
         self.tenant = dict(tenant or {})
         self.progress = progress
         self._states: Any = None  # the write path's rule state, moved along with the proposal branch
+        self._live: Any = None  # a LiveIndex once `keep_open` was called
+
+    def keep_open(self) -> None:
+        """Serve many reads from one long-running process (the MCP server): keep a read-only
+        connection to the index open between reads. Before each read the index is still brought
+        to HEAD (in this process) when HEAD moved, so no read answers from a stale commit. Reads
+        may then run on several threads at once. `close` ends it. (`sql` sets limits of its own
+        on a connection: it is not for a repository kept open.)"""
+        from .index import IndexFiles
+        from .index.live import LiveIndex
+
+        if self._live is None:
+            self._live = LiveIndex(self.git, IndexFiles(self.index_file), progress=self.progress)
+
+    def close(self) -> None:
+        """Close the connection `keep_open` keeps (reads still work: they open their own)."""
+        if self._live is not None:
+            self._live.close()
+            self._live = None
 
     # -- the gate and the work tree -----------------------------------------------------
     def check(self, paths: tuple[str, ...] = (), *, base: str | None = None, staged: bool = False,
@@ -59,6 +78,8 @@ class Repository:
 
     def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
         """`follow_head=False`: the index as it is (built at HEAD only when missing or damaged)."""
+        if self._live is not None and follow_head and not settings:
+            return self._live.lease()
         from .index import IndexFiles, reader_at_least
 
         head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
@@ -96,7 +117,10 @@ class Repository:
                                    code=errors.INTERNAL_ERROR, duckdb=type(exc).__name__) from exc
             finally:
                 con.close()
-            build_index(self.git, IndexFiles(self.index_file), self.git.resolve("HEAD"), full=True)
+            if self._live is not None:  # it holds the path open: it closes, rebuilds and reopens
+                self._live.rebuild()
+            else:
+                build_index(self.git, IndexFiles(self.index_file), self.git.resolve("HEAD"), full=True)
         raise AssertionError("unreachable")
 
     # -- queries -----------------------------------------------------------------------
@@ -318,6 +342,21 @@ class Repository:
         from .write.proposal import default_source
 
         return default_source(self.git)
+
+    # -- checks ----------------------------------------------------------------------------
+    def check_document(self, text: str) -> dict[str, Any]:
+        """`check`'s JSON report for one whole document's text, as if it were added at HEAD: the
+        per-document rules and the repository rules with the documents of HEAD. Nothing is
+        written. A tenant-bound caller's document is checked against its tenant's documents
+        only (the report never hints at another tenant's)."""
+        from .gate.document import check_text
+
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError("the document is not valid Unicode text", parameter="text") from None
+        head = self.git.resolve("HEAD") if self.git.has_head() else None
+        return check_text(self.git, head, data, self.tenant).as_dict()
 
 
 def _duckdb_error() -> type[BaseException]:

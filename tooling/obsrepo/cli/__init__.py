@@ -740,5 +740,32 @@ def show(observation_id: str, at: str | None, output_format: str, tenant: str | 
     return errors.EXIT_OK
 
 
-from . import write as _write  # noqa: E402,F401 - registers correct, retract, relate, merge
 
+
+@main.command("mcp", epilog=examples("obsrepo mcp", "obsrepo mcp --tenant org=northwind",
+                                     "obsrepo mcp --transport http --port 8765",
+                                     "OBSREPO_MCP_TOKEN=$(openssl rand -hex 32) obsrepo mcp --transport http --host 0.0.0.0"))
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio: the client starts the server and talks over stdin/stdout; http: streamable HTTP at /mcp.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address to listen on (http). Anything but loopback needs OBSREPO_MCP_TOKEN.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port (http; 0: any free port).")
+@read_options
+@handled
+def mcp_command(transport: str, host: str, port: int, tenant: str | None, index_path: str | None) -> int:
+    """Serve the repository to agents over the Model Context Protocol.
+
+    Agents query observations, read snapshots, provenance, relationships, timelines and
+    history, and check a document before proposing it (the tools are listed in the README).
+    The index stays open and is brought up to HEAD before each call. With --tenant (or
+    OBSREPO_TENANT) every answer is bound to that tenant; no tool argument can change it.
+    Over http, a foreign Origin is refused, and OBSREPO_MCP_TOKEN, when set (required off
+    loopback), must come with every request as a bearer token.
+    """
+    from ..mcp import serve
+
+    serve(_repository(index_path, tenant), transport=transport, host=host, port=port)
+    return errors.EXIT_OK
+
+
+from . import write as _write  # noqa: E402,F401 - registers correct, retract, relate, merge

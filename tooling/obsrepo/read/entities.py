@@ -7,7 +7,9 @@ binding, as the relation `visible`) and returns JSON-ready data in the shapes of
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Any
 
@@ -24,17 +26,30 @@ IDENTIFYING_FIELDS = ("name", "legal_name", "email", "title", "display_name", "u
 
 
 def _summaries(scope: ReadScope, entity_ids: list[str]) -> list[dict[str, Any]]:
-    """Summaries of a page of entities: a few are reduced one by one, many at once in SQL."""
+    """Summaries of a page of entities: a few are reduced one by one, more at once in SQL
+    (only their own rows, and those of the entities merged into them)."""
     if len(entity_ids) > 8:
-        from .snapshots import all_snapshots
-
-        every = all_snapshots(scope)
-        snaps = [every.get(e) or snapshot(scope, e) for e in entity_ids]
+        reduced = _reduce_many(scope, entity_ids)
+        snaps = [reduced.get(e) or snapshot(scope, e) for e in entity_ids]
     else:
         snaps = [snapshot(scope, e) for e in entity_ids]
     return [{"entity_id": entity, "entity_type": entity.split("/", 1)[0], "observation_count": snap["observation_count"],
              "last_observation_at": snap["last_observation_at"], "snapshot": snap["snapshot"]}
             for entity, snap in zip(entity_ids, snaps)]
+
+
+def _reduce_many(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Snapshots of these entities by the SQL reducer, as `all_snapshots` has them."""
+    from ..format.reduce import merge_map, retracted_ids, survivor
+    from ..index.reducer_rows import CANDIDATES, all_policies, special_rows
+    from ..index.sqlreduce import reduce_all
+
+    special = special_rows(scope.con, "visible")
+    merges = merge_map(special, retracted_ids(special))
+    wanted = set(entity_ids)
+    family = sorted(wanted | {e for e in merges if survivor(e, merges) in wanted})
+    return reduce_all(scope.con, CANDIDATES.format(relation="visible", where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
+                      [family], special, all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit)
 
 
 def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
@@ -116,6 +131,40 @@ def _family(scope: ReadScope, entity: str) -> list[str]:
     return sorted({e for e in merges if survivor(e, merges) == target} | {target})
 
 
+class _Graph:
+    """Every live relationship visible to a caller at one commit (retracted relations do not
+    count), by source and by target entity."""
+
+    def __init__(self, edges: list[dict[str, Any]]) -> None:
+        self.edges = edges
+        self.out: dict[str, list[dict[str, Any]]] = {}
+        self.into: dict[str, list[dict[str, Any]]] = {}
+        for edge in edges:
+            self.out.setdefault(edge["source_entity_id"], []).append(edge)
+            self.into.setdefault(edge["target_entity_id"], []).append(edge)
+
+
+# What a commit holds never changes: the graph of a (commit, binding) is kept for the next
+# question about it (a long-running server asks many). A few are kept, the least recent dropped.
+_GRAPHS: OrderedDict[tuple, _Graph] = OrderedDict()
+_GRAPHS_KEPT = 4
+_GRAPHS_LOCK = threading.Lock()
+
+
+def _graph(scope: ReadScope) -> _Graph:
+    key = (scope.at_commit, tuple(sorted(scope.tenant.items())))
+    with _GRAPHS_LOCK:
+        if key in _GRAPHS:
+            _GRAPHS.move_to_end(key)
+            return _GRAPHS[key]
+    graph = _Graph(_edges(scope))
+    with _GRAPHS_LOCK:
+        _GRAPHS[key] = graph
+        while len(_GRAPHS) > _GRAPHS_KEPT:
+            _GRAPHS.popitem(last=False)
+    return graph
+
+
 def _edges(scope: ReadScope) -> list[dict[str, Any]]:
     """Every live relationship visible to the caller (retracted relations do not count)."""
     retracted = {r[0] for r in scope.rows("SELECT DISTINCT unnest(o.retracts) FROM visible AS o WHERE len(o.retracts) > 0")}
@@ -129,9 +178,10 @@ def _edges(scope: ReadScope) -> list[dict[str, Any]]:
 def relationships(scope: ReadScope, entity: str, direction: str = "both", types: tuple[str, ...] = ()) -> dict[str, Any]:
     if direction not in ("in", "out", "both"):
         raise UsageError("--direction is in, out or both", parameter="--direction")
-    found = [e for e in _edges(scope) if (not types or e["type"] in types) and (
-        (direction in ("out", "both") and e["source_entity_id"] == entity)
-        or (direction in ("in", "both") and e["target_entity_id"] == entity))]
+    graph = _graph(scope)
+    candidates = {id(e): e for side, edges in (("out", graph.out), ("in", graph.into)) if direction in (side, "both")
+                  for e in edges.get(entity, ())}
+    found = [dict(e) for e in candidates.values() if not types or e["type"] in types]
     found.sort(key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
     return {"relationships": found, "total": len(found)}
 
@@ -150,18 +200,28 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
         raise UsageError("--direction is in, out or both", parameter="--direction")
     start = snapshot(scope, entity)["entity_id"]  # ENTITY_NOT_FOUND for an unknown start; merges
     merges = _merges(scope)
-    steps: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for edge in _edges(scope):
-        if types and edge["type"] not in types:
-            continue
-        source, target = survivor(edge["source_entity_id"], merges), survivor(edge["target_entity_id"], merges)
-        if source == target:
-            continue  # a merge (or a relation inside one merged entity) leads nowhere new
-        edge = dict(edge, source_entity_id=source, target_entity_id=target)
-        if direction in ("out", "both"):
-            steps.setdefault(source, []).append((target, edge))
-        if direction in ("in", "both"):
-            steps.setdefault(target, []).append((source, edge))
+    members: dict[str, list[str]] = {}  # survivor → the entities merged into it
+    for merged in merges:
+        members.setdefault(survivor(merged, merges) or merged, []).append(merged)
+    graph = _graph(scope)
+
+    def steps(here: str) -> list[tuple[str, dict[str, Any]]]:
+        """(entity one step away, the relationship) from `here`, as survivors."""
+        found = []
+        for member in [here, *members.get(here, ())]:
+            for side, edges in (("out", graph.out), ("in", graph.into)):
+                if direction not in (side, "both"):
+                    continue
+                for edge in edges.get(member, ()):
+                    if types and edge["type"] not in types:
+                        continue
+                    source, target = survivor(edge["source_entity_id"], merges), survivor(edge["target_entity_id"], merges)
+                    if source == target:
+                        continue  # a merge (or a relation inside one merged entity) leads nowhere new
+                    found.append((target if side == "out" else source,
+                                  dict(edge, source_entity_id=source, target_entity_id=target)))
+        return found
+
     seen = {start}
     frontier = [start]
     used: dict[tuple, dict] = {}
@@ -171,7 +231,7 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
         hop += 1
         following = set()
         for here in frontier:
-            for end, edge in steps.get(here, ()):
+            for end, edge in steps(here):
                 used[(edge["observation_id"], edge["type"], edge["source_entity_id"], edge["target_entity_id"])] = edge
                 if end not in seen:
                     seen.add(end)

@@ -1,0 +1,136 @@
+"""One read-only connection kept open for a long-running reader (the MCP server), always fresh.
+
+Opening the index costs more than most questions asked of it (checking the seal, loading the
+fts extension), so a server keeps one connection per *generation* of the index and hands each
+request a cursor of it. Before every request `lease` resolves HEAD (one `git rev-parse`) and
+compares it with the commit the open generation reflects; when HEAD moved, or another process
+published a new generation, the index is brought to HEAD in this process (`build_index`: the
+usual plan and update, published atomically) and the new generation is opened. No request is
+answered from a commit older than HEAD at the moment it started.
+
+Requests may run on several threads at once: one thread at a time refreshes (the others wait
+for it, so none reads the old commit). DuckDB shares one database per file path within a
+process, and closing a connection closes its cursors: so a refresh first waits for the
+requests still reading the old generation, closes it, and only then lets the writer (which
+opens the path for its own checks) and the new generation open the path.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..gitstore import Git
+from . import build_index, reader_at_least
+from .store import IndexFiles
+
+
+def _identity(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class _Generation:
+    """An open connection to one published index file, and how many requests use it."""
+
+    def __init__(self, con: Any, commit: str, identity: tuple[int, int, int] | None) -> None:
+        self.con = con
+        self.commit = commit
+        self.identity = identity
+        self.users = 0
+
+
+class Lease:
+    """A cursor of the current generation for one request; `close` gives it back. It stands in
+    for a connection (`cursor`, `execute`, … are the cursor's)."""
+
+    def __init__(self, owner: LiveIndex, generation: _Generation) -> None:
+        self._owner = owner
+        self._generation = generation
+        self._cursor = generation.con.cursor()
+        self.commit = generation.commit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+    def close(self) -> None:
+        if self._cursor is None:
+            return
+        try:
+            self._cursor.close()
+        finally:
+            self._cursor = None
+            self._owner._release(self._generation)
+
+
+class LiveIndex:
+    def __init__(self, git: Git, files: IndexFiles, progress: Callable[[int, int], None] | None = None) -> None:
+        self.git = git
+        self.files = files
+        self.progress = progress
+        self._refresh = threading.Lock()  # one refresher at a time; requests wait for it
+        self._state = threading.Condition()  # the current generation and its use count
+        self._current: _Generation | None = None
+
+    def lease(self) -> Lease:
+        """A cursor on an index that reflects HEAD (updated and reopened first when needed)."""
+        with self._refresh:
+            head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
+            current = self._current
+            if current is None or current.commit != head or _identity(self.files.path) != current.identity:
+                self._close_current()
+                self._open(lambda: reader_at_least(self.git, self.files, head, progress=self.progress))
+            with self._state:
+                generation = self._current
+                assert generation is not None
+                generation.users += 1
+        try:
+            return Lease(self, generation)
+        except BaseException:
+            self._release(generation)
+            raise
+
+    def rebuild(self) -> None:
+        """Rebuild the index from git (it was found damaged) and reopen it."""
+        with self._refresh:
+            self._close_current()
+            head = self.git.resolve("HEAD")
+            build_index(self.git, self.files, head, full=True, progress=self.progress)
+
+    def _close_current(self) -> None:
+        """Close the open generation once the requests using it are done. DuckDB shares one
+        database per file path within a process, so nothing else may open the path (the
+        writer's own checks, the next generation) while it is open."""
+        with self._state:
+            current = self._current
+            if current is None:
+                return
+            while current.users:
+                self._state.wait()
+            current.con.close()
+            self._current = None
+
+    def _open(self, connect: Callable[[], Any]) -> None:
+        con = connect()
+        try:
+            commit = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
+            identity = _identity(self.files.path)
+        except BaseException:
+            con.close()
+            raise
+        with self._state:
+            self._current = _Generation(con, commit, identity)
+
+    def _release(self, generation: _Generation) -> None:
+        with self._state:
+            generation.users -= 1
+            self._state.notify_all()
+
+    def close(self) -> None:
+        with self._refresh:
+            self._close_current()

@@ -1,0 +1,35 @@
+"""`obsrepo mcp`: the repository served to agents over the Model Context Protocol (docs/design.md §10).
+
+A thin adapter over `Repository`, like the command line: `registry.py` declares tools (name,
+docstring as description, JSON Schema, annotations), `tools/` holds them one module per
+subject, `server.py` answers calls (results and error envelopes), `http.py` guards the
+streamable HTTP transport. The tenant binding is the server's, from `--tenant` or
+`OBSREPO_TENANT`: no tool takes one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def serve(repo: Any, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Serve `repo` (a Repository, its tenant binding already set) until the client or a signal ends it."""
+    from .http import token_for
+    from .server import Service, configure_logging
+
+    token = token_for(host, dict(os.environ)) if transport == "http" else None  # refused before anything starts
+    configure_logging()
+    repo.keep_open()
+    service = Service(repo)
+    try:
+        if transport == "http":
+            from .http import run_http
+
+            run_http(service, host, port, token)
+        else:
+            from .server import run_stdio
+
+            run_stdio(service)
+    finally:
+        repo.close()

@@ -1,0 +1,136 @@
+"""The MCP server: the tools of `tools/` over one `Repository`, through the SDK's low-level server.
+
+Every call runs on a worker thread (DuckDB releases the interpreter, so calls overlap) and goes
+through `answer`, the one place where results and failures take their shape:
+
+* an answer is structured content plus the same JSON as text (a `Text` answer, the text alone);
+* a failure is a result with `isError: true` whose text is the error envelope of
+  docs/design.md §7, `{"error": {"code", "message", "details"}}`: an `ObsrepoError` keeps its
+  code; anything else is INTERNAL_ERROR, with the traceback on the server's stderr and never in
+  the answer. Unknown tools and unusable arguments are VALIDATION_ERROR results too, never
+  protocol errors.
+
+The repository is opened once with `keep_open`: the index stays open between calls, and before
+each call it is brought to HEAD in process when HEAD moved.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any
+
+from ..errors import INTERNAL_ERROR, ObsrepoError, UsageError
+from .registry import Text, Tool
+from .tools import all_tools
+
+NAME = "obsrepo"
+INSTRUCTIONS = (
+    "A git repository as a database of observations (immutable Markdown files). Query observations "
+    "(observation_query), read entity snapshots reduced from them with field provenance, relationships, "
+    "timelines and history, and check a document before proposing it (check_document). Answers reflect "
+    "the tip of the branch served, brought up to date before each call."
+)
+log = logging.getLogger("obsrepo.mcp")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Service:
+    """The tools bound to one repository: what the transports serve."""
+
+    def __init__(self, repo: Any, tools: dict[str, Tool] | None = None) -> None:
+        self.repo = repo
+        self.tools = all_tools() if tools is None else tools
+
+    def answer(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, Any, bool]:
+        """(text, structured content or None, is_error) for one call; never raises."""
+        try:
+            tool = self.tools.get(name)
+            if tool is None:
+                raise UsageError(f"unknown tool '{name[:80]}'; the tools are {', '.join(self.tools)}", parameter="name")
+            result = tool.function(self.repo, **tool.arguments(arguments))
+            if isinstance(result, Text):
+                return str(result), None, False
+            return _dumps(result), result, False
+        except ObsrepoError as exc:
+            return _dumps(exc.envelope()), None, True
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] in ("duckdb", "duckdb_extension_fts", "pyarrow"):
+                missing = ObsrepoError(f"the index is not installed ({exc.name} is missing): pip install 'obsrepo[mcp]'",
+                                       code="INDEX_ERROR", missing=exc.name)
+                return _dumps(missing.envelope()), None, True
+            return self._internal(name, exc)
+        except Exception as exc:  # a bug: one envelope, the traceback on stderr only
+            return self._internal(name, exc)
+
+    @staticmethod
+    def _internal(name: str, exc: BaseException) -> tuple[str, Any, bool]:
+        log.error("tool %s failed", name, exc_info=(type(exc), exc, exc.__traceback__))
+        failure = ObsrepoError(f"internal error (a bug in obsrepo): {type(exc).__name__}; the details are in the "
+                               "server's log (stderr)", code=INTERNAL_ERROR, tool=name)
+        return _dumps(failure.envelope()), None, True
+
+    def warm_up(self) -> None:
+        """Open the index (building or updating it first when needed) before the first call."""
+        from ..read.query import QueryRequest
+
+        try:
+            self.repo.query(QueryRequest(limit=1))
+        except Exception:  # noqa: BLE001 - the first call reports what is wrong, as an envelope
+            log.debug("warming up failed", exc_info=True)
+
+
+def build_server(service: Service) -> Any:
+    """The SDK's low-level server with tools/list and tools/call."""
+    import anyio
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+
+    listed = [types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema,
+                         annotations=types.ToolAnnotations.model_validate(t.annotations))
+              for t in service.tools.values()]
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        text, structured, is_error = await anyio.to_thread.run_sync(service.answer, params.name, params.arguments)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=structured, is_error=is_error)
+
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("obsrepo")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        release = "0"
+    return Server(NAME, version=release, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def run_stdio(service: Service) -> None:
+    import threading
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(service)
+    threading.Thread(target=service.warm_up, daemon=True, name="obsrepo-warm-up").start()
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def configure_logging() -> None:
+    """Warnings and tracebacks on stderr (stdout is the protocol's, over stdio)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("obsrepo mcp: %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
