@@ -43,6 +43,8 @@ class BuildResult:
     schemas_changed: bool = False  # an entity schema changed on the way
     touched: set = field(default_factory=set)  # entities of observations added or removed
     touched_special: bool = False  # a retraction or a merge was added or removed
+    unchanged: bool = False  # the index was already there: nothing published
+    discarded: bool = False  # --strict found problems: the previous index stays published
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -58,12 +60,39 @@ class StrictFailure(Exception):
 def build(git: Git, files: IndexFiles, target: str, full: bool = False,
           progress: Callable[[int, int], None] | None = None, strict: bool = False) -> BuildResult:
     """Bring the index to commit `target` (a full sha) and publish it."""
+    import time
+
     _warm_up_validation()
+    started = time.time()
+    result = _build_locked(git, files, target, full, progress, strict)
+    if not result.unchanged:
+        record_update(files.path, result, started)
+    return result
+
+
+def record_update(path: str, result: BuildResult, started: float) -> None:
+    """The status sidecar (`obsrepo status`): what the last update did, when, and how long."""
+    import time
+    from datetime import datetime, timezone
+
+    from .store import status_path, write_json
+
+    ended = time.time()
+    write_json(status_path(path), {
+        "commit": result.commit, "full": result.full, "added": result.added, "removed": result.removed,
+        "commits": result.commits, "published": not result.discarded,
+        "updated_at": datetime.fromtimestamp(ended, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "duration_ms": round((ended - started) * 1000, 1),
+    })
+
+
+def _build_locked(git: Git, files: IndexFiles, target: str, full: bool,
+                  progress: Callable[[int, int], None] | None, strict: bool) -> BuildResult:
     with files.writer_lock():
         existing = None if full else files.current_commit_chain()
         if existing and existing[-1] == target:
             if files.intact():
-                return BuildResult(target, False)  # already there: nothing copied, nothing published
+                return BuildResult(target, False, unchanged=True)  # already there: nothing copied, nothing published
             existing = None  # a damaged block somewhere: rebuild from git
         try:
             return _write(git, files, target, existing, progress, strict)
@@ -108,6 +137,7 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
     except StrictFailure:
         con.close()
         files.discard(work)
+        result.discarded = True
         return result
     except BaseException:
         con.close()
