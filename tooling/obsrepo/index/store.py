@@ -32,6 +32,11 @@ def index_path(root: str, given: str | None) -> str:
 
 def load_fts(con: Any) -> None:
     """The fts extension from the `duckdb-extension-fts` package (offline), else DuckDB's own."""
+    try:  # one process's connections to one file share a database: it may be loaded already
+        if con.execute("SELECT count(*) FROM duckdb_extensions() WHERE extension_name = 'fts' AND loaded").fetchone()[0]:
+            return
+    except Exception:  # noqa: BLE001 - then try to load it
+        pass
     try:
         import duckdb
         import duckdb_extension_fts
@@ -197,7 +202,7 @@ class IndexFiles:
     def current_commit_chain(self) -> list[str] | None:
         """The stored first-parent chain, or None when there is no trustworthy index."""
         try:
-            con = open_reader(self.path, fts=False)
+            con = open_reader(self.path, fts=False, sandbox=False)
         except IndexFault:
             return None
         try:
@@ -211,7 +216,7 @@ class IndexFiles:
         """Whether every row of every table of the published index reads back: DuckDB checks
         each block's checksum as it reads it, so a damaged block anywhere fails here."""
         try:
-            con = open_reader(self.path, fts=False)
+            con = open_reader(self.path, fts=False, sandbox=False)
         except IndexFault:
             return False
         try:

@@ -55,7 +55,8 @@ class ReadScope:
         self.at_commit = ""
         self.indexed_commit: str = self.con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
         self.drafts = overlay and self.one(
-            "SELECT count(*) FROM duckdb_databases() WHERE database_name = 'watch_overlay'")[0] > 0
+            "SELECT count(*) FROM duckdb_databases() WHERE database_name = 'watch_overlay'")[0] > 0 and self.one(
+            "SELECT value FROM watch_overlay.meta WHERE key = 'commit'") == (self.indexed_commit,)
         if self.tenant:
             self._shadow()
         self.move_to(at_commit or self.indexed_commit)

@@ -77,20 +77,22 @@ def committed_blobs(git: Git, paths: list[str]) -> dict[str, str]:
     return found
 
 
-def refresh(state: DraftState, git: Git, candidates: set[str] | None) -> list[Issue]:
-    """Bring `state.drafts` up to date with the work tree (`candidates`: the paths that may have
-    changed; None: list every draft from git). Returns problems of modified committed paths."""
+def refresh(state: DraftState, git: Git, candidates: set[str], everything: bool = False) -> list[Issue]:
+    """Bring `state.drafts` up to date with the work tree: `candidates` are the paths that may
+    have changed; with `everything` (or too many candidates) every draft is listed from git as
+    well. Returns problems of committed paths modified in the work tree."""
     root = git.root
     notes: list[Issue] = []
-    if candidates is None or len(candidates) > FULL_RESCAN_ABOVE:
+    named = {p for p in candidates if is_document_name(p)}
+    if everything or len(named) > FULL_RESCAN_ABOVE:
         paths = list_drafts(git)
         for gone in set(state.drafts) - paths:
             del state.drafts[gone]
-        state.modified.clear()
-        look_at = sorted(paths)
-        in_head: dict[str, str] = {}
+        rest = named - paths if len(named) <= FULL_RESCAN_ABOVE else set()
+        look_at = sorted(paths | rest)
+        in_head: dict[str, str] = committed_blobs(git, sorted(rest))
     else:
-        look_at = sorted(p for p in candidates if is_document_name(p))
+        look_at = sorted(named)
         in_head = committed_blobs(git, look_at)
     for path in look_at:
         data = _read_file(root, path)
@@ -187,7 +189,7 @@ def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
     ids = sorted({d.facts["id"] for d in fine.values() if d.facts})
     hashes = sorted({d.facts.get("hash") for d in fine.values() if d.facts and d.facts.get("hash")})
     targets = sorted({t for d in fine.values() if d.facts for k in ("corrects", "retracts") for t in d.facts.get(k) or []})
-    con = open_reader(index_file, fts=False)
+    con = open_reader(index_file, fts=False, sandbox=False)  # internal: leaves a shared database unlocked
     try:
         for doc_id, path in con.execute(
                 f"SELECT id, path FROM obs_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[])) "

@@ -197,11 +197,9 @@ class Watcher:
             self._publish([])
             done["drafts"] = 0
         else:
-            if plan.reconcile or plan.rescan or moved is None:
-                candidates = None
-            else:
-                candidates = plan.paths | moved | (set(self.state.drafts) if moved else set())
-            notes = refresh(self.state, self.git, candidates)
+            everything = plan.reconcile or plan.rescan or moved is None
+            candidates = plan.paths | (moved or set()) | (set(self.state.drafts) if moved else set())
+            notes = refresh(self.state, self.git, candidates, everything)
             valid, problems = judge(self.state, self.index_file)
             self._publish(valid)
             self._report(problems, notes)
