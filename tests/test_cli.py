@@ -36,8 +36,9 @@ READERS: dict[str, list[str]] = {
     "related": ["company/acme"],
     "timeline": [],
     "history": ["company/acme"],
+    "status": [],
 }
-NOT_READERS = {"check", "new"}
+NOT_READERS = {"check", "new", "watch"}
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 

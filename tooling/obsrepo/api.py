@@ -49,7 +49,7 @@ class Repository:
         from .index import IndexFiles, reader_at_least
         from .index.store import watcher_pid
 
-        head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
+        head: str | None = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
         if watcher_pid(self.index_file) is not None:
             head = None  # a watcher keeps the index at HEAD: a reader never waits on a write
         return reader_at_least(self.git, IndexFiles(self.index_file), head, progress=self.progress, **settings)

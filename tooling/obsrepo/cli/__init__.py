@@ -469,7 +469,7 @@ def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after:
 @index_option
 @handled
 def watch(committed_only: bool, debounce: int, max_wait: int, quiet: bool, index_path: str | None) -> int:
-    """Keep the index at the checked-out branch's tip, live, with the work tree's valid drafts.
+    """Keep the index live at the branch tip, with valid drafts as an overlay.
 
     Commits, checkouts, pulls, rebases and resets become one update each; a draft under
     observations/ that passes the check shows in `query` with "uncommitted": true until it is
@@ -490,11 +490,14 @@ def watch(committed_only: bool, debounce: int, max_wait: int, quiet: bool, index
 
 @main.command(epilog=examples("obsrepo status", "obsrepo status --format json"))
 @index_option
-@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True)
+@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
+              help="text: one fact a line; json: the whole state on stdout.")
 @handled
 def status(index_path: str | None, output_format: str) -> int:
-    """The index: which commit it holds, how many commits HEAD is ahead of it, whether a
-    watcher runs and how many uncommitted drafts its overlay holds, and the last update."""
+    """Which commit the index holds, how far behind HEAD, the watcher and its drafts.
+
+    Also when the index was last updated and how long that took.
+    """
     from ..api import Repository
 
     state = Repository(os.getcwd(), index=index_path).status()

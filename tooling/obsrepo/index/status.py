@@ -11,7 +11,7 @@ from .store import OVERLAY_DB, attach_overlay, open_reader, read_json, status_pa
 
 
 def index_status(git: Git, path: str) -> dict[str, Any]:
-    head = git.resolve("HEAD") if git.has_head() else None
+    head = git.resolve("HEAD")  # GIT_ERROR in a repository without commits, like every reader
     indexed: str | None = None
     drafts = 0
     problem = None

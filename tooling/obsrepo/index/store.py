@@ -102,7 +102,7 @@ def watcher_pid(path: str) -> int | None:
     import fcntl
 
     try:
-        handle = open(watch_lock_path(path), "r")  # noqa: SIM115 - closed below
+        handle = open(watch_lock_path(path))  # noqa: SIM115 - closed below
     except OSError:
         return None
     with handle:

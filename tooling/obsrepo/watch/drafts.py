@@ -140,7 +140,7 @@ def judge(state: DraftState, index_file: str) -> tuple[list[tuple[str, str, dict
     fine = {p: d for p, d in state.drafts.items() if not d.issues and d.facts is not None}
     by_id: dict[str, list[str]] = {}
     for path, draft in fine.items():
-        by_id.setdefault(draft.facts["id"], []).append(path)  # type: ignore[index]
+        by_id.setdefault((draft.facts or {})["id"], []).append(path)
     for doc_id, paths in by_id.items():
         if len(paths) > 1:
             for path in paths:
@@ -166,7 +166,7 @@ def judge(state: DraftState, index_file: str) -> tuple[list[tuple[str, str, dict
                               f"{key}: observation '{target}' does not exist")
     valid = [(p, d.blob, d.record) for p, d in sorted(fine.items())
              if p not in problems and kind_of(p) == "observation" and d.record is not None]
-    return valid, problems  # type: ignore[return-value]
+    return valid, problems
 
 
 def _flag(problems: dict[str, list[Issue]], draft: Draft, key: str, code: str, rule: str, message: str) -> None:
@@ -187,7 +187,7 @@ def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
     from ..index.store import open_reader
 
     ids = sorted({d.facts["id"] for d in fine.values() if d.facts})
-    hashes = sorted({d.facts.get("hash") for d in fine.values() if d.facts and d.facts.get("hash")})
+    hashes = sorted({str(d.facts["hash"]) for d in fine.values() if d.facts and d.facts.get("hash")})
     targets = sorted({t for d in fine.values() if d.facts for k in ("corrects", "retracts") for t in d.facts.get(k) or []})
     con = open_reader(index_file, fts=False, sandbox=False)  # internal: leaves a shared database unlocked
     try:

@@ -244,7 +244,7 @@ class Watcher:
     def _check_schemas(self, paths: set[str]) -> None:
         from ..format.entity_schema import read_entity_schema
 
-        lines = []
+        lines: list[str] = []
         for path in sorted(paths):
             try:
                 with open(os.path.join(self.root, path), "rb") as handle:
