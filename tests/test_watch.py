@@ -291,3 +291,59 @@ def test_debounce_waits_for_quiet_but_never_longer_than_max_wait():
     assert debounce.deadline() == pytest.approx(1.0)
     debounce.reset()
     assert not debounce.pending
+
+
+# -- parsed once: `check` and `index` share the analysis cache ------------------------------
+
+def test_index_after_check_parses_nothing_and_check_after_index_hits_the_cache(make_repo):
+    from obsrepo.format import validate as analyze_module  # every parse goes through validate.analyze
+    from obsrepo.gate.check import CheckRequest, run_check
+
+    repo = make_repo()
+    docs = [_obs(n, entity=f"company/c{n % 3}", fields={"n": n}) for n in range(1, 40)]
+    repo.add(*docs)
+    repo.write("observations/bad/obs-20260213-102500-0999.md", "---\nspec: observation/v1\n---\n")
+    repo.commit("base")
+    clone = repo.clone("fresh")  # a fresh clone: no cache, no index
+
+    calls = []
+    original = analyze_module.analyze
+
+    def counting(path, data, with_record=False):
+        calls.append(path)
+        return original(path, data, with_record)
+
+    analyze_module.analyze = counting
+    try:
+        report = run_check(CheckRequest(cwd=str(clone.path)))
+        assert len(calls) == 40 and any(i.path.startswith("observations/bad/") for i in report.issues)
+        calls.clear()
+        api = Repository(str(clone.path))
+        result = api.index(full=True)
+        assert (result.parsed, result.reused, calls) == (0, 40, [])  # every document came from check's analyses
+        assert len(api.query(ALL)["observations"]) == 39 and len(result.problems) >= 1
+
+        other = make_repo("other")  # the other way round: index first, then check
+        other.add(*docs)
+        other.commit("base")
+        first = Repository(str(other.path)).index(full=True)
+        assert (first.parsed, first.reused) == (39, 0)
+        calls.clear()
+        assert run_check(CheckRequest(cwd=str(other.path))).issues == []
+        assert calls == []
+        full = Repository(str(other.path), index=str(other.path / "again.duckdb")).index(full=True)
+        assert (full.parsed, full.reused) == (0, 39)
+        assert Repository(str(other.path), index=str(other.path / "again.duckdb")).query(ALL) == \
+            Repository(str(other.path)).query(ALL)
+    finally:
+        analyze_module.analyze = original
+
+
+def test_check_imports_neither_duckdb_nor_pyarrow_nor_watchdog(repo):
+    repo.add(_obs(1))
+    repo.commit("base")
+    probe = ("import sys, obsrepo.cli\n"
+             "from obsrepo.gate.check import CheckRequest, run_check\n"
+             "run_check(CheckRequest(cwd='.'))\n"
+             "print(sorted(m for m in ('duckdb', 'pyarrow', 'watchdog') if m in sys.modules))\n")
+    assert repo.run(sys.executable, "-c", probe).stdout.strip() == "[]"

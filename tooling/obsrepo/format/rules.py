@@ -11,10 +11,19 @@ import hashlib
 import json
 import posixpath
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .. import errors
 from .report import Issue
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _micros(moment: datetime) -> int:
+    naive = moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+    return (naive - _EPOCH) // timedelta(microseconds=1)
+
 
 OBSERVATIONS_DIR = "observations/"
 COMPREHENSION_DIR = "comprehension/"
@@ -28,6 +37,19 @@ class Analysis:
     issues: list[Issue] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # None when the document is invalid
     record: dict[str, Any] | None = None  # every value, for the index (not cached)
+
+    def record_to_cache(self) -> dict[str, Any] | None:
+        """The record as plain data (marshal): a datetime becomes a 1-tuple of UTC microseconds
+        since the epoch (records hold no tuples otherwise)."""
+        if self.record is None:
+            return None
+        return {key: (_micros(value),) if isinstance(value, datetime) else value for key, value in self.record.items()}
+
+    @staticmethod
+    def record_from_cache(row: dict[str, Any]) -> dict[str, Any]:
+        """Back from `record_to_cache`: datetimes as naive UTC (what the index stores)."""
+        return {key: _EPOCH + timedelta(microseconds=value[0]) if isinstance(value, tuple) else value
+                for key, value in row.items()}
 
     def to_cache(self) -> list:
         return [self.kind, [[i.line, i.col, i.code, i.rule, i.message, i.severity] for i in self.issues], self.facts]
