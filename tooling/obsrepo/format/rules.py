@@ -18,6 +18,7 @@ from .. import errors
 from .report import Issue
 
 _EPOCH = datetime(1970, 1, 1)
+_MOMENTS = ("timestamp", "created", "updated")  # the datetimes of a record
 
 
 def _micros(moment: datetime) -> int:
@@ -39,17 +40,24 @@ class Analysis:
     record: dict[str, Any] | None = None  # every value, for the index (not cached)
 
     def record_to_cache(self) -> dict[str, Any] | None:
-        """The record as plain data (marshal): a datetime becomes a 1-tuple of UTC microseconds
-        since the epoch (records hold no tuples otherwise)."""
+        """The record as plain data (marshal): its datetimes (`_MOMENTS`) become 1-tuples of UTC
+        microseconds since the epoch (records hold no tuples otherwise)."""
         if self.record is None:
             return None
-        return {key: (_micros(value),) if isinstance(value, datetime) else value for key, value in self.record.items()}
+        row = dict(self.record)
+        for key in _MOMENTS:
+            if isinstance(row.get(key), datetime):
+                row[key] = (_micros(row[key]),)
+        return row
 
     @staticmethod
     def record_from_cache(row: dict[str, Any]) -> dict[str, Any]:
         """Back from `record_to_cache`: datetimes as naive UTC (what the index stores)."""
-        return {key: _EPOCH + timedelta(microseconds=value[0]) if isinstance(value, tuple) else value
-                for key, value in row.items()}
+        record = dict(row)
+        for key in _MOMENTS:
+            if isinstance(record.get(key), tuple):
+                record[key] = _EPOCH + timedelta(microseconds=record[key][0])
+        return record
 
     def to_cache(self) -> list:
         return [self.kind, [[i.line, i.col, i.code, i.rule, i.message, i.severity] for i in self.issues], self.facts]
