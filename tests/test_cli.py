@@ -40,8 +40,9 @@ READERS: dict[str, list[str]] = {
     "retract": ["obs-20260213-102500-0001", "--reason", "wrong"],
     "diff": [],
     "show": ["obs-20260213-102500-0001"],
+    "status": [],
 }
-NOT_READERS = {"check", "new", "relate", "merge", "mcp"}  # mcp: a server (tests/test_mcp.py)
+NOT_READERS = {"check", "new", "relate", "merge", "mcp", "watch"}  # mcp: a server (tests/test_mcp.py)
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 
@@ -281,11 +282,12 @@ def _with_stderr_on_a_terminal(repo: Repo, *args: str) -> tuple[int, str, str]:
 
 
 def test_progress_shows_on_a_terminal_only(committed: Repo) -> None:
+    # check first: after an index, check finds every document in the shared analysis cache
+    code, out, terminal = _with_stderr_on_a_terminal(committed, "check")
+    assert code == 0 and "checking [" in terminal and "checked 1 document: ok" in terminal, terminal
     code, out, terminal = _with_stderr_on_a_terminal(committed, "query")
     assert code == 0 and "] [-] observed obs-20260213-102500-0001" in out
     assert "indexing [" in terminal and "100%" in terminal, terminal
-    code, out, terminal = _with_stderr_on_a_terminal(committed, "check")
-    assert code == 0 and "checking [" in terminal and "checked 1 document: ok" in terminal, terminal
 
     committed.add(observation("obs-20260213-102500-0002"))
     committed.commit("two")

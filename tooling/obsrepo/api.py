@@ -21,8 +21,9 @@ from .read.query import QueryRequest
 
 class Repository:
     def __init__(self, path: str = ".", *, index: str | None = None, tenant: dict[str, str] | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> None:
-        """`progress(done, total)` is called while a missing or outdated index is built for a read."""
+                 progress: Callable[[int, int], None] | None = None, overlay: bool = True) -> None:
+        """`progress(done, total)` is called while a missing or outdated index is built for a read.
+        `overlay`: whether `query` shows a running watcher's uncommitted drafts (docs/design.md §13)."""
         git = Git.discover(path)
         if git is None:
             where = os.path.abspath(path)
@@ -37,6 +38,7 @@ class Repository:
         self.progress = progress
         self._states: Any = None  # the write path's rule state, moved along with the proposal branch
         self._live: Any = None  # a LiveIndex once `keep_open` was called
+        self.overlay = overlay
 
     def keep_open(self) -> None:
         """Serve many reads from one long-running process (the MCP server): keep a read-only
@@ -78,16 +80,18 @@ class Repository:
 
     def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
         """`follow_head=False`: the index as it is (built at HEAD only when missing or damaged)."""
-        if self._live is not None and follow_head and not settings:
-            return self._live.lease()
+        if self._live is not None and follow_head and not any(settings.values()):
+            return self._live.lease()  # a kept-open index (MCP) has no drafts' overlay attached
         from .index import IndexFiles, reader_at_least
+        from .index.store import watcher_pid
 
-        head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
-        return reader_at_least(self.git, IndexFiles(self.index_file), head if follow_head else None,
-                               progress=self.progress, **settings)
+        head: str | None = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
+        if not follow_head or watcher_pid(self.index_file) is not None:
+            head = None  # a watcher keeps the index at HEAD: a reader never waits on a write
+        return reader_at_least(self.git, IndexFiles(self.index_file), head, progress=self.progress, **settings)
 
     def _read(self, work: Callable[[Any], Any], at: str | None = None, tenant: dict[str, str] | None = None,
-              scoped: bool = True, **settings: Any) -> Any:
+              scoped: bool = True, overlay: bool = False, **settings: Any) -> Any:
         """Run `work(scope)` over a read scope of commit `at` (default: the indexed tip) and the
         caller's binding (or `tenant`, a narrower one); `scoped=False` hands `work` the bare
         connection instead. If DuckDB reports a damaged file on the way (a bad block checksum,
@@ -98,11 +102,11 @@ class Repository:
 
         at_sha = self.git.resolve(at, "--at") if at else None
         for attempt in (1, 2):
-            con = self._reader(**settings)
+            con = self._reader(overlay=overlay and at_sha is None, **settings)
             try:
                 if not scoped:
                     return work(con)
-                scope = ReadScope(con, self.git, at_sha, self.tenant if tenant is None else tenant)
+                scope = ReadScope(con, self.git, at_sha, self.tenant if tenant is None else tenant, overlay=overlay)
                 try:
                     return work(scope)
                 finally:
@@ -124,9 +128,12 @@ class Repository:
         raise AssertionError("unreachable")
 
     # -- queries -----------------------------------------------------------------------
-    def query(self, request: QueryRequest, at: str | None = None, where: dict[str, str] | None = None) -> dict[str, Any]:
+    def query(self, request: QueryRequest, at: str | None = None, where: dict[str, str] | None = None,
+              overlay: bool | None = None) -> dict[str, Any]:
         """Scoped observations. `where` narrows by tenant keys (--org/--project/…) inside the
-        caller's binding; it can never widen it."""
+        caller's binding; it can never widen it. While `obsrepo watch` runs, the page also holds
+        the work tree's valid drafts (records with `uncommitted: true`) unless `overlay` (default:
+        the repository's setting) is False or `at` is given."""
         from .read.query import run_query
 
         request.validate()
@@ -136,7 +143,8 @@ class Repository:
                 return {"observations": [], "total": 0, "limit": request.limit, "offset": request.offset,
                         "at_commit": self.git.resolve(at, "--at") if at else None}
             binding[key] = value
-        return self._read(lambda scope: run_query(scope, request), at, binding)
+        drafts = self.overlay if overlay is None else overlay
+        return self._read(lambda scope: run_query(scope, request), at, binding, overlay=drafts)
 
     def snapshot(self, entity: str, *, at: str | None = None, as_of: str | None = None,
                  explain: bool = False) -> dict[str, Any]:
@@ -194,6 +202,13 @@ class Repository:
         from .read.entities import history
 
         return self._read(lambda scope: history(scope, entity))
+
+    def status(self) -> dict[str, Any]:
+        """The index's state: indexed commit, commits behind HEAD, the watcher and its overlay,
+        the last update (docs/design.md §13)."""
+        from .index.status import index_status
+
+        return index_status(self.git, self.index_file)
 
     def sql(self, statement: str, *, timeout: float = 30.0, memory_limit: str = "1GB") -> tuple[list[str], list[tuple]]:
         """Run one read-only query; returns (column names, rows). It is interrupted after

@@ -422,6 +422,7 @@ def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] 
 @click.option("--text", help="Full-text search (BM25) over event and body; the best matches first.")
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
 @click.option("--include-retracted", is_flag=True, help="Also list observations that were retracted.")
+@click.option("--committed-only", is_flag=True, help="Leave out a running watcher's uncommitted drafts.")
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many (1..1000).")
 @click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first (for the next page).")
 @click.option("--order", type=click.Choice(["desc", "asc"]), default="desc", show_default=True,
@@ -433,7 +434,8 @@ def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] 
 @handled
 def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after: str | None, before: str | None,
           entity: str | None, org: str | None, project: str | None, agent: str | None, user: str | None,
-          max_classification: str | None, text: str | None, at: str | None, include_retracted: bool, limit: int,
+          max_classification: str | None, text: str | None, at: str | None, include_retracted: bool,
+          committed_only: bool, limit: int,
           offset: int, order: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
     """Observations that match every filter given, newest first.
 
@@ -451,8 +453,68 @@ def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after:
     request.validate()
     repo = _repository(index_path, tenant)
     page = repo.query(request, at=at, where={k: v for k, v in
-                                             (("org", org), ("project", project), ("agent", agent), ("user", user)) if v})
+                                             (("org", org), ("project", project), ("agent", agent), ("user", user)) if v},
+                      overlay=not committed_only)
     click.echo(render_observations(page, output_format))
+    return errors.EXIT_OK
+
+
+@main.command(epilog=examples("obsrepo watch", "obsrepo watch --committed-only", "obsrepo watch --debounce 50 --max-wait 500"))
+@click.option("--committed-only", is_flag=True, help="Index commits only: no overlay of uncommitted drafts.")
+@click.option("--debounce", type=click.IntRange(1, 60000), default=100, show_default=True, metavar="MS",
+              help="Act when no event came for this long (a burst, an editor's save, a git command).")
+@click.option("--max-wait", type=click.IntRange(1, 600000), default=1000, show_default=True, metavar="MS",
+              help="Act at the latest this long after the first event of a burst.")
+@click.option("--quiet", "-q", is_flag=True, help="Only problems: no line per update.")
+@index_option
+@handled
+def watch(committed_only: bool, debounce: int, max_wait: int, quiet: bool, index_path: str | None) -> int:
+    """Keep the index live at the branch tip, with valid drafts as an overlay.
+
+    Commits, checkouts, pulls, rebases and resets become one update each; a draft under
+    observations/ that passes the check shows in `query` with "uncommitted": true until it is
+    committed; a draft that fails is reported here (path:line:col CODE message) and never hides
+    a committed document. One watcher per index. Stops cleanly on Ctrl-C or SIGTERM.
+    """
+    try:
+        import watchdog  # noqa: F401 - only to report its absence plainly
+    except ImportError:
+        raise errors.EnvironmentFault('`obsrepo watch` needs the watch extra: pip install "obsrepo[watch]"',
+                                      code=errors.INDEX_ERROR) from None
+    from ..watch.loop import Watcher
+
+    Watcher(_repository(index_path), committed_only=committed_only, quiet=debounce / 1000, max_wait=max_wait / 1000,
+            verbose=not quiet).run()
+    return errors.EXIT_OK
+
+
+@main.command(epilog=examples("obsrepo status", "obsrepo status --format json"))
+@index_option
+@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
+              help="text: one fact a line; json: the whole state on stdout.")
+@handled
+def status(index_path: str | None, output_format: str) -> int:
+    """Which commit the index holds, how far behind HEAD, the watcher and its drafts.
+
+    Also when the index was last updated and how long that took.
+    """
+    from ..api import Repository
+
+    state = Repository(os.getcwd(), index=index_path).status()
+    if output_format == "json":
+        _emit_json(state)
+        return errors.EXIT_OK
+    last = state["last_update"] or {}
+    watcher = state["watcher"]
+    lines = [
+        f"index:            {state['index']}",
+        f"indexed commit:   {state['indexed_commit'] or '(none)'}" + (f"  ({state['problem']})" if state["problem"] else ""),
+        f"behind HEAD:      {state['behind'] if state['behind'] is not None else '-'} commit(s)",
+        f"watcher:          {'pid ' + str(watcher['pid']) if watcher else 'not running'}",
+        f"overlay:          {state['overlay_documents']} uncommitted document(s)",
+        f"last update:      {last.get('updated_at', '-')}" + (f" ({last['duration_ms']} ms)" if "duration_ms" in last else ""),
+    ]
+    click.echo("\n".join(lines))
     return errors.EXIT_OK
 
 

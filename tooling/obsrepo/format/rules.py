@@ -11,11 +11,21 @@ import hashlib
 import json
 import posixpath
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .. import errors
 from .report import Issue
 from .vocabulary import ACYCLIC_RELATIONS, COMPREHENSION_DIR, OBSERVATIONS_DIR  # noqa: F401 - re-exported
+
+_EPOCH = datetime(1970, 1, 1)
+_MOMENTS = ("timestamp", "created", "updated")  # the datetimes of a record
+
+
+def _micros(moment: datetime) -> int:
+    naive = moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+    return (naive - _EPOCH) // timedelta(microseconds=1)
+
 
 
 @dataclass
@@ -26,6 +36,26 @@ class Analysis:
     issues: list[Issue] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # None when the document is invalid
     record: dict[str, Any] | None = None  # every value, for the index (not cached)
+
+    def record_to_cache(self) -> dict[str, Any] | None:
+        """The record as plain data (marshal): its datetimes (`_MOMENTS`) become 1-tuples of UTC
+        microseconds since the epoch (records hold no tuples otherwise)."""
+        if self.record is None:
+            return None
+        row = dict(self.record)
+        for key in _MOMENTS:
+            if isinstance(row.get(key), datetime):
+                row[key] = (_micros(row[key]),)
+        return row
+
+    @staticmethod
+    def record_from_cache(row: dict[str, Any]) -> dict[str, Any]:
+        """Back from `record_to_cache`: datetimes as naive UTC (what the index stores)."""
+        record = dict(row)
+        for key in _MOMENTS:
+            if isinstance(record.get(key), tuple):
+                record[key] = _EPOCH + timedelta(microseconds=record[key][0])
+        return record
 
     def to_cache(self) -> list:
         return [self.kind, [[i.line, i.col, i.code, i.rule, i.message, i.severity] for i in self.issues], self.facts]

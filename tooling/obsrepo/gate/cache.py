@@ -1,8 +1,13 @@
-"""A cache of per-document analyses, keyed by blob id, kept inside the git directory.
+"""A cache of per-document analyses, keyed by blob id, kept inside the git directory; shared
+by `check` and `index`, so a document is parsed once whichever runs first.
 
 Content-addressed, so an entry can never be stale; keyed also by a digest of the rule code,
-so a new version of the rules starts afresh. Only the entries used by the last run are kept.
-A missing, unreadable or foreign cache file is simply ignored.
+so a new version of the rules starts afresh. Two files: `check-cache.marshal` holds what
+`check` needs (issues and facts, small, read by every check), `records.marshal` holds each
+valid document's full record (what the index stores), read only by the index and only
+written when new records came. Entries used by the run are kept, and the others too while
+they are fewer than twice as many (the index's history and check's tree overlap; a file
+never grows without bound). A missing, unreadable or foreign cache file is simply ignored.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import marshal
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..format.rules import Analysis, kind_of
 from ..gitstore import Git
@@ -29,6 +35,28 @@ def _rules_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+def _load(file: Path, digest: str) -> dict:
+    try:
+        # marshal: plain data only, ~10x faster to load than JSON; the file lives inside
+        # the git directory, as trusted as the repository's own hooks
+        stored = marshal.loads(file.read_bytes())
+        entries = stored["entries"] if stored.get("rules") == digest else {}
+    except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
+        entries = {}
+    return entries if isinstance(entries, dict) else {}
+
+
+def _store(file: Path, digest: str, entries: dict) -> None:
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.stem}.")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(marshal.dumps({"rules": digest, "entries": entries}))
+        os.replace(tmp, file)
+    except OSError:
+        pass  # a read-only git directory only costs speed
+
+
 class AnalysisCache:
     def __init__(self, file: Path | None, entries: dict[str, list], digest: str) -> None:
         self.file = file
@@ -36,6 +64,8 @@ class AnalysisCache:
         self.digest = digest
         self.used: dict[str, list] = {}
         self.dirty = False
+        self._records: dict[str, Any] | None = None  # loaded on first use
+        self.new_records: dict[str, Any] = {}
 
     @classmethod
     def open(cls, git: Git | None) -> AnalysisCache:
@@ -47,14 +77,11 @@ class AnalysisCache:
             return cls(None, {}, "")
         file = Path(git_dir) / "obsrepo" / "check-cache.marshal"
         digest = _rules_digest()
-        try:
-            # marshal: plain data only, ~10x faster to load than JSON; the file lives inside
-            # the git directory, as trusted as the repository's own hooks
-            stored = marshal.loads(file.read_bytes())
-            entries = stored["entries"] if stored.get("rules") == digest else {}
-        except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
-            entries = {}
-        return cls(file, entries if isinstance(entries, dict) else {}, digest)
+        return cls(file, _load(file, digest), digest)
+
+    @property
+    def records_file(self) -> Path | None:
+        return None if self.file is None else self.file.with_name("records.marshal")
 
     @staticmethod
     def _key(path: str, sha: str) -> str:
@@ -72,19 +99,43 @@ class AnalysisCache:
         self.used[key] = row
         return analysis
 
-    def put(self, path: str, sha: str, analysis: Analysis) -> None:
+    def record(self, path: str, sha: str) -> dict[str, Any] | None:
+        """The document's record for the index (None when not cached)."""
         key = self._key(path, sha)
-        self.used[key] = analysis.to_cache()
+        row = self.new_records.get(key)
+        if row is None:
+            if self._records is None:
+                records_file = self.records_file
+                self._records = _load(records_file, self.digest) if records_file is not None else {}
+            row = self._records.get(key)
+        if not isinstance(row, dict):
+            return None
+        try:
+            return Analysis.record_from_cache(row)
+        except (TypeError, ValueError, OverflowError):
+            return None
+
+    def put(self, path: str, sha: str, analysis: Analysis) -> None:
+        self.put_row(path, sha, analysis.to_cache(), analysis.record_to_cache())
+
+    def put_row(self, path: str, sha: str, row: list, record: dict[str, Any] | None = None) -> None:
+        """`row` from `Analysis.to_cache`, `record` from `Analysis.record_to_cache`."""
+        key = self._key(path, sha)
+        self.used[key] = row
+        if record is not None:
+            self.new_records[key] = record
         self.dirty = True
 
     def save(self) -> None:
-        if self.file is None or not (self.dirty or len(self.used) != len(self.entries)):
+        if self.file is None:
             return
-        try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".check-cache.")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(marshal.dumps({"rules": self.digest, "entries": self.used}))
-            os.replace(tmp, self.file)
-        except OSError:
-            pass  # a read-only git directory only costs speed
+        keep_all = len(self.entries) <= 2 * len(self.used) + 1000
+        kept = {**self.entries, **self.used} if keep_all else self.used
+        if self.dirty or len(kept) != len(self.entries):
+            _store(self.file, self.digest, kept)
+        records_file = self.records_file
+        if self.new_records and records_file is not None:
+            if self._records is None:
+                self._records = _load(records_file, self.digest)
+            merged = {**self._records, **self.new_records}
+            _store(records_file, self.digest, {k: v for k, v in merged.items() if k in kept})

@@ -6,6 +6,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .. import errors
 from ..errors import UsageError
@@ -160,30 +161,37 @@ def analyze_source(source: Source, cache: AnalysisCache,
     if len(todo) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
         results = _analyze_parallel(source.read(todo))
     else:
-        results = ((item, analyze(item.path, data)) for item, data in source.read(todo))
+        # with the record: the index reuses it (gate/cache.py), so no document is parsed twice
+        results = (_with_record(item, analyze(item.path, data, with_record=True)) for item, data in source.read(todo))
     step = max(1, len(todo) // 100)
-    for done, (item, analysis) in enumerate(results, 1):
+    for done, (item, analysis, record) in enumerate(results, 1):
         analyses[item.path] = analysis
-        cache.put(item.path, item.sha, analysis)
+        cache.put_row(item.path, item.sha, analysis.to_cache(), record)
         if progress and (done % step == 0 or done == len(todo)):
             progress(done, len(todo))
     return analyses
 
 
-def _analyze_one(job: tuple[str, bytes]) -> list:
+def _with_record(item: Listed, analysis: Analysis) -> tuple[Listed, Analysis, Any]:
+    record, analysis.record = analysis.record_to_cache(), None  # kept in the cache, not in memory
+    return item, analysis, record
+
+
+def _analyze_one(job: tuple[str, bytes]) -> tuple[list, Any]:
     path, data = job
-    return analyze(path, data).to_cache()
+    analysis = analyze(path, data, with_record=True)
+    return analysis.to_cache(), analysis.record_to_cache()
 
 
-def _analyze_parallel(items: Iterable[tuple[Listed, bytes]]) -> Iterable[tuple[Listed, Analysis]]:
+def _analyze_parallel(items: Iterable[tuple[Listed, bytes]]) -> Iterable[tuple[Listed, Analysis, Any]]:
     import multiprocessing
 
     listed = list(items)
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with context.Pool(min(2, os.cpu_count() or 1)) as pool:
         rows = pool.imap(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
-        for (item, _), row in zip(listed, rows):  # in order, as each chunk is done (progress moves)
-            yield item, Analysis.from_cache(item.path, row)
+        for (item, _), (row, record) in zip(listed, rows):  # in order, as each chunk is done (progress moves)
+            yield item, Analysis.from_cache(item.path, row), record
 
 
 ENTITY_SCHEMAS = ENTITY_SCHEMAS_DIR

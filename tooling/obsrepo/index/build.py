@@ -43,6 +43,10 @@ class BuildResult:
     schemas_changed: bool = False  # an entity schema changed on the way
     touched: set = field(default_factory=set)  # entities of observations added or removed
     touched_special: bool = False  # a retraction or a merge was added or removed
+    parsed: int = 0  # documents read from git and parsed
+    reused: int = 0  # documents whose analysis came from the cache `check` shares (gate/cache.py)
+    unchanged: bool = False  # the index was already there: nothing published
+    discarded: bool = False  # --strict found problems: the previous index stays published
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -58,12 +62,39 @@ class StrictFailure(Exception):
 def build(git: Git, files: IndexFiles, target: str, full: bool = False,
           progress: Callable[[int, int], None] | None = None, strict: bool = False) -> BuildResult:
     """Bring the index to commit `target` (a full sha) and publish it."""
+    import time
+
     _warm_up_validation()
+    started = time.time()
+    result = _build_locked(git, files, target, full, progress, strict)
+    if not result.unchanged:
+        record_update(files.path, result, started)
+    return result
+
+
+def record_update(path: str, result: BuildResult, started: float) -> None:
+    """The status sidecar (`obsrepo status`): what the last update did, when, and how long."""
+    import time
+    from datetime import datetime, timezone
+
+    from .store import status_path, write_json
+
+    ended = time.time()
+    write_json(status_path(path), {
+        "commit": result.commit, "full": result.full, "added": result.added, "removed": result.removed,
+        "commits": result.commits, "published": not result.discarded,
+        "updated_at": datetime.fromtimestamp(ended, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "duration_ms": round((ended - started) * 1000, 1),
+    })
+
+
+def _build_locked(git: Git, files: IndexFiles, target: str, full: bool,
+                  progress: Callable[[int, int], None] | None, strict: bool) -> BuildResult:
     with files.writer_lock():
         existing = None if full else files.current_commit_chain()
         if existing and existing[-1] == target:
             if files.intact():
-                return BuildResult(target, False)  # already there: nothing copied, nothing published
+                return BuildResult(target, False, unchanged=True)  # already there: nothing copied, nothing published
             existing = None  # a damaged block somewhere: rebuild from git
         try:
             return _write(git, files, target, existing, progress, strict)
@@ -108,6 +139,7 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
     except StrictFailure:
         con.close()
         files.discard(work)
+        result.discarded = True
         return result
     except BaseException:
         con.close()
@@ -257,6 +289,36 @@ def rows_for(files: list, parsed: list[tuple[list, Any]], first_row: int,
     return obs_rows, comp_rows, problem_rows, problems
 
 
+def _known(cache: Any, path: str, blob: str) -> tuple[list, Any] | None:
+    """(issues as rows, record) from the analysis cache, or None when the document must be parsed."""
+    if cache is None:
+        return None
+    analysis = cache.get(path, blob)
+    if analysis is None:
+        return None
+    issues = analysis.issues + place(path, analysis)
+    record = None
+    if not issues and analysis.facts is not None:
+        record = cache.record(path, blob)
+        if record is None:
+            return None
+    return [[i.line, i.col, i.code, i.rule, i.message] for i in issues], record
+
+
+def _parse_for_cache(path: str, data: bytes) -> tuple[list, Any, list, Any]:
+    """Parse one document: (issues as rows, record, its cache row, its record as cached)."""
+    analysis = analyze(path, data, with_record=True)
+    issues = analysis.issues + place(path, analysis)
+    return ([[i.line, i.col, i.code, i.rule, i.message] for i in issues], analysis.record,
+            analysis.to_cache(), analysis.record_to_cache())
+
+
+def _open_cache(git: Git) -> Any:
+    from ..gate.cache import AnalysisCache
+
+    return AnalysisCache.open(git)
+
+
 def _add(git: Git, con: Any, additions: list, info: dict,
          progress: Callable[[int, int], None] | None, result: BuildResult) -> tuple[int, list[Issue]]:
     additions = [a for a in additions if kind_of(a[0]) != "other"]
@@ -265,9 +327,26 @@ def _add(git: Git, con: Any, additions: list, info: dict,
     first_row = con.execute(
         "SELECT coalesce(max(row_id), -1) + 1 FROM (SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"
     ).fetchone()[0]
-    if len(additions) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
-        return _add_in_parallel(git, con, additions, info, first_row, progress, result)
-    parsed = parse_blobs(git, [(a[0], a[1]) for a in additions], progress)
+    cache = _open_cache(git)
+    parsed: list[Any] = [_known(cache, a[0], a[1]) for a in additions]
+    todo = [i for i, hit in enumerate(parsed) if hit is None]
+    result.parsed, result.reused = len(todo), len(additions) - len(todo)
+    if len(todo) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
+        added, problems = _add_in_parallel(git, con, additions, parsed, info, first_row, progress, result, cache)
+        cache.save()
+        return added, problems
+    wanted = sorted({additions[i][1] for i in todo})
+    blobs = dict(git.read_blobs(wanted)) if wanted else {}
+    for count, i in enumerate(todo, 1):
+        path, blob = additions[i][0], additions[i][1]
+        issues, record, row, cached_record = _parse_for_cache(path, blobs[blob])
+        cache.put_row(path, blob, row, cached_record)
+        parsed[i] = (issues, record)
+        if progress and count % 5000 == 0:
+            progress(count, len(additions))
+    if progress:
+        progress(len(additions), len(additions))
+    cache.save()
     obs_rows, comp_rows, problem_rows, problems = rows_for(additions, parsed, first_row, info)
     insert_rows(con, "obs_versions", OBS_COLUMNS, obs_rows)
     _touch(result, ((row["entity"], row["special"]) for row in obs_rows))
@@ -288,32 +367,41 @@ def _chunk_worker_init(root: str, info: dict) -> None:
     _CHUNK_STATE.update(git=Git(root), info=info)
 
 
-def _chunk(files: list[list]) -> tuple[Any, list[dict], list[tuple], list[Issue], int]:
-    """In a worker: read a chunk of documents from git, validate them and turn them into an
-    Arrow batch of observation rows (row ids counted from 0; the parent shifts them),
-    comprehension rows and problems."""
-    contents = _CHUNK_STATE["git"].read_blobs_at_once([addition[1] for addition in files])
-    parsed = [_parse_job((addition[0], data)) for addition, data in zip(files, contents)]
+def _chunk(job: tuple[list[list], list[Any]]) -> tuple[Any, list[dict], list[tuple], list[Issue], int, list[tuple]]:
+    """In a worker: read the chunk's documents the cache does not know from git, validate them
+    and turn the chunk into an Arrow batch of observation rows (row ids counted from 0; the
+    parent shifts them), comprehension rows, problems, and the new cache entries."""
+    files, parsed = job
+    todo = [i for i, hit in enumerate(parsed) if hit is None]
+    contents = _CHUNK_STATE["git"].read_blobs_at_once([files[i][1] for i in todo]) if todo else []
+    fresh = []
+    for i, data in zip(todo, contents):
+        issues, record, row, cached_record = _parse_for_cache(files[i][0], data)
+        parsed[i] = (issues, record)
+        fresh.append((files[i][0], files[i][1], row, cached_record))
     obs_rows, comp_rows, problem_rows, problems = rows_for(files, parsed, 0, _CHUNK_STATE["info"])
     batch = arrow_table("obs_versions", OBS_COLUMNS, obs_rows) if obs_rows else None
-    return batch, comp_rows, problem_rows, problems, len(obs_rows) + len(comp_rows)
+    return batch, comp_rows, problem_rows, problems, len(obs_rows) + len(comp_rows), fresh
 
 
-def _add_in_parallel(git: Git, con: Any, additions: list[list], info: dict, first_row: int,
-                     progress: Callable[[int, int], None] | None, result: BuildResult) -> tuple[int, list[Issue]]:
-    """Two worker processes each read a chunk of blobs from git, validate it and return an
-    Arrow batch; the parent only shifts row ids and loads."""
+def _add_in_parallel(git: Git, con: Any, additions: list[list], parsed: list[Any], info: dict, first_row: int,
+                     progress: Callable[[int, int], None] | None, result: BuildResult, cache: Any) -> tuple[int, list[Issue]]:
+    """Two worker processes each read a chunk of blobs from git (those the cache does not know),
+    validate it and return an Arrow batch; the parent only shifts row ids, loads, and keeps the
+    new analyses in the cache."""
     import multiprocessing
 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    chunks = [additions[start:start + CHUNK] for start in range(0, len(additions), CHUNK)]
+    chunks = [(additions[start:start + CHUNK], parsed[start:start + CHUNK]) for start in range(0, len(additions), CHUNK)]
     tables, comp_rows, problem_rows, problems = [], [], [], []
     offset, done = first_row, 0
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init, initargs=(git.root, info)) as pool:
-        for batch, comps, chunk_problems, issues, count in pool.imap(_chunk, chunks):
+        for batch, comps, chunk_problems, issues, count, fresh in pool.imap(_chunk, chunks):
+            for path, blob, row, cached_record in fresh:
+                cache.put_row(path, blob, row, cached_record)
             if batch is not None:
                 shifted = pc.add(batch.column("row_id"), pa.scalar(offset, pa.int64()))
                 tables.append(batch.set_column(0, "row_id", shifted))

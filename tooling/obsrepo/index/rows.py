@@ -55,7 +55,9 @@ def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> N
 
 
 def utc(moment: datetime) -> datetime:
-    """Naive UTC, as DuckDB TIMESTAMP columns hold it."""
+    """Naive UTC, as DuckDB TIMESTAMP columns hold it (None stays None: an uncommitted draft)."""
+    if moment is None:
+        return moment
     return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 

@@ -32,6 +32,11 @@ def index_path(root: str, given: str | None) -> str:
 
 def load_fts(con: Any) -> None:
     """The fts extension from the `duckdb-extension-fts` package (offline), else DuckDB's own."""
+    try:  # one process's connections to one file share a database: it may be loaded already
+        if con.execute("SELECT count(*) FROM duckdb_extensions() WHERE extension_name = 'fts' AND loaded").fetchone()[0]:
+            return
+    except Exception:  # noqa: BLE001 - then try to load it
+        pass
     try:
         import duckdb
         import duckdb_extension_fts
@@ -77,10 +82,96 @@ def unwritable(path: str, exc: OSError) -> IndexFault:
                       "--index PATH or OBSREPO_INDEX", path=path)
 
 
+def overlay_path(path: str) -> str:
+    """The watcher's overlay of uncommitted documents (a small DuckDB file of its own)."""
+    return path + ".overlay"
+
+
+def status_path(path: str) -> str:
+    """A sidecar JSON: when the index was last updated and how long it took."""
+    return path + ".status.json"
+
+
+def watch_lock_path(path: str) -> str:
+    return path + ".watch"
+
+
+def watcher_pid(path: str) -> int | None:
+    """The pid of the `obsrepo watch` that holds the index's watch lock, or None when no watcher
+    is running (a lock left by a killed watcher is released by the kernel)."""
+    import fcntl
+
+    try:
+        handle = open(watch_lock_path(path))  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            text = handle.read().strip()
+            return int(text) if text.isdigit() else -1
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
+
+
+def write_json(path: str, value: dict[str, Any]) -> None:
+    """Replace a small JSON file atomically (a reader sees the old or the new one)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".status-")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(value, handle, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the status is informative only
+
+
+def read_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 class IndexFiles:
     def __init__(self, path: str) -> None:
         self.path = path
         self.lock_path = path + ".lock"
+
+    @contextlib.contextmanager
+    def watch_lock(self) -> Iterator[None]:
+        """One watcher per index: a second one fails at once with INDEX_ERROR naming the holder."""
+        import fcntl
+
+        try:
+            private_folder(os.path.dirname(self.path))
+            handle = open(watch_lock_path(self.path), "a+")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise unwritable(self.path, exc) from None
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                raise IndexFault(f"another `obsrepo watch` (pid {holder}) already watches the index at {self.path}",
+                                 path=self.path, pid=int(holder) if holder.isdigit() else None) from None
+            try:
+                handle.seek(0)
+                handle.truncate()
+                handle.write(str(os.getpid()))
+                handle.flush()
+                yield
+            finally:
+                for leftover in (overlay_path(self.path), _seal_path(overlay_path(self.path))):
+                    with contextlib.suppress(OSError):
+                        os.remove(leftover)
+                handle.seek(0)
+                handle.truncate()
+                handle.flush()
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
     def writer_lock(self) -> Iterator[None]:
@@ -111,7 +202,7 @@ class IndexFiles:
     def current_commit_chain(self) -> list[str] | None:
         """The stored first-parent chain, or None when there is no trustworthy index."""
         try:
-            con = open_reader(self.path, fts=False)
+            con = open_reader(self.path, fts=False, sandbox=False)
         except IndexFault:
             return None
         try:
@@ -125,7 +216,7 @@ class IndexFiles:
         """Whether every row of every table of the published index reads back: DuckDB checks
         each block's checksum as it reads it, so a damaged block anywhere fails here."""
         try:
-            con = open_reader(self.path, fts=False)
+            con = open_reader(self.path, fts=False, sandbox=False)
         except IndexFault:
             return False
         try:
@@ -224,9 +315,12 @@ def without_pandas() -> None:
         sys.modules["pandas"] = None  # type: ignore[assignment]
 
 
-def open_reader(path: str, *, sandbox: bool = True, fts: bool = True, memory_limit: str | None = None) -> Any:
+def open_reader(path: str, *, sandbox: bool = True, fts: bool = True, memory_limit: str | None = None,
+                overlay: bool = False) -> Any:
     """A read-only connection to a published index, checked before it is trusted. With
-    `memory_limit` (DuckDB's syntax, e.g. "1GB") the connection may use no more than that."""
+    `memory_limit` (DuckDB's syntax, e.g. "1GB") the connection may use no more than that.
+    With `overlay`, a running watcher's overlay of uncommitted documents is attached as the
+    database `watch_overlay` when it was made for the indexed commit (see `attach_overlay`)."""
     import duckdb
 
     without_pandas()
@@ -256,9 +350,35 @@ def open_reader(path: str, *, sandbox: bool = True, fts: bool = True, memory_lim
         raise IndexFault(f"the index at {path} has format {meta.get('format_version')!r}, expected {FORMAT_VERSION}", path=path)
     if fts:
         load_fts(con)
+    if overlay:
+        attach_overlay(con, path, meta["commit"])
     if memory_limit is not None:
         con.execute(f"SET memory_limit = '{memory_limit}'")  # checked by the caller: digits and a unit
     if sandbox:
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     return con
+
+
+OVERLAY_DB = "watch_overlay"
+
+
+def attach_overlay(con: Any, path: str, commit: str) -> bool:
+    """Attach the overlay read-only when a watcher is running, the file is a sealed generation
+    and it was made over `commit`; anything else leaves the committed answers alone."""
+    where = overlay_path(path)
+    if not os.path.exists(where) or watcher_pid(path) is None or not sealed(where):
+        return False
+    try:
+        quoted = where.replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS {OVERLAY_DB} (READ_ONLY)")
+    except Exception:  # noqa: BLE001 - replaced or damaged meanwhile: committed answers only
+        return False
+    try:
+        base = con.execute(f"SELECT value FROM {OVERLAY_DB}.meta WHERE key = 'commit'").fetchone()
+    except Exception:  # noqa: BLE001
+        base = None
+    if base is None or base[0] != commit:
+        con.execute(f"DETACH {OVERLAY_DB}")
+        return False
+    return True

@@ -148,12 +148,22 @@ def retracted_rows(scope: ReadScope) -> list[int]:
 
 
 def fetch_records(scope: ReadScope, row_ids: list[int]) -> dict[int, dict[str, Any]]:
-    if not row_ids:
-        return {}
-    rows = scope.rows(f"SELECT o.row_id, {RECORD_SQL}, NULL, NULL FROM visible_records AS o "
-                      "WHERE o.row_id BETWEEN ? AND ? AND list_contains(?::BIGINT[], o.row_id)",
-                      [min(row_ids), max(row_ids), row_ids])
-    return {row[0]: _record(row[1:], False) for row in rows}
+    """Records by row id; a watcher's draft (a negative id far below the rest) says `uncommitted`."""
+    from ..index.drafts_table import is_draft_row
+
+    found: dict[int, dict[str, Any]] = {}
+    drafts = [r for r in row_ids if is_draft_row(r)]
+    for ids in (drafts, [r for r in row_ids if not is_draft_row(r)]):  # each a narrow row-id range
+        if not ids:
+            continue
+        rows = scope.rows(f"SELECT o.row_id, {RECORD_SQL}, NULL, NULL FROM visible_records AS o "
+                          "WHERE o.row_id BETWEEN ? AND ? AND list_contains(?::BIGINT[], o.row_id)",
+                          [min(ids), max(ids), ids])
+        for row in rows:
+            found[row[0]] = _record(row[1:], False)
+            if ids is drafts:
+                found[row[0]]["uncommitted"] = True
+    return found
 
 
 def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequest,

@@ -44,13 +44,19 @@ def tenant_clause(binding: Mapping[str, str], alias: str = "") -> str:
 class ReadScope:
     """A commit view + a tenant binding + a connection. Close it when the request is done."""
 
-    def __init__(self, con: Any, git: Git, at_commit: str | None = None, tenant: Mapping[str, str] | None = None) -> None:
-        """`at_commit`: a full sha (default: the indexed commit)."""
+    def __init__(self, con: Any, git: Git, at_commit: str | None = None, tenant: Mapping[str, str] | None = None,
+                 overlay: bool = False) -> None:
+        """`at_commit`: a full sha (default: the indexed commit). With `overlay`, the indexed
+        commit's `visible` also holds a running watcher's uncommitted drafts, when the
+        connection has them attached (store.attach_overlay; records then say `uncommitted`)."""
         self.con = con.cursor()
         self.git = git
         self.tenant: dict[str, str] = dict(tenant or {})
         self.at_commit = ""
         self.indexed_commit: str = self.con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
+        self.drafts = overlay and self.one(
+            "SELECT count(*) FROM duckdb_databases() WHERE database_name = 'watch_overlay'")[0] > 0 and self.one(
+            "SELECT value FROM watch_overlay.meta WHERE key = 'commit'") == (self.indexed_commit,)
         if self.tenant:
             self._shadow()
         self.move_to(at_commit or self.indexed_commit)
@@ -86,7 +92,9 @@ class ReadScope:
         if at_commit == self.at_commit:
             return
         seq_row = self.one("SELECT seq FROM commits WHERE sha = ?", [at_commit])
-        if seq_row is not None:
+        if seq_row is not None and self.drafts and at_commit == self.indexed_commit:
+            self._with_drafts(int(seq_row[0]))
+        elif seq_row is not None:
             seq = int(seq_row[0])
             self._views(f"SELECT * FROM obs_versions WHERE added_seq <= {seq} AND removed_seq > {seq}",
                         "obs_terms", "obs_doclen", "obs_records")
@@ -100,6 +108,20 @@ class ReadScope:
             f"CREATE OR REPLACE TEMP VIEW {name} AS "
             + (body if body.lstrip().upper().startswith("SELECT") else f"SELECT * FROM {body}")
             for name, body in bodies))
+
+    def _with_drafts(self, seq: int) -> None:
+        """The indexed commit plus the watcher's drafts (new paths only: they never hide a
+        committed document; the watcher leaves out any draft whose id is committed)."""
+        from ..index.schema import RECORD_COLUMNS
+
+        drafts = f"SELECT * FROM watch_overlay.overlay_obs WHERE {tenant_clause(self.tenant)}"
+        ids = f"row_id IN (SELECT row_id FROM watch_overlay.overlay_obs WHERE {tenant_clause(self.tenant)})"
+        self._views(
+            f"SELECT * FROM obs_versions WHERE added_seq <= {seq} AND removed_seq > {seq} UNION ALL {drafts}",
+            f"SELECT * FROM obs_terms UNION ALL SELECT * FROM watch_overlay.overlay_terms WHERE {ids}",
+            f"SELECT * FROM obs_doclen UNION ALL SELECT * FROM watch_overlay.overlay_doclen WHERE {ids}",
+            f"SELECT row_id, {RECORD_COLUMNS} FROM obs_records UNION ALL "
+            f"SELECT row_id, {RECORD_COLUMNS} FROM watch_overlay.overlay_obs WHERE {tenant_clause(self.tenant)}")
 
     def _overlay(self, at_commit: str) -> None:
         """A commit off the indexed chain: the nearest chain commit, patched with `git diff`."""

@@ -1,0 +1,349 @@
+"""`obsrepo watch` and `obsrepo status`: real watchdog events on real git repositories.
+
+A watcher runs in a thread of the test process with short debounce settings; after each
+change the test waits until the live index answers what a full build of the same commit
+answers, plus the valid drafts (flagged `uncommitted`), and fails with the difference when
+it never does.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers import observation
+
+pytest.importorskip("watchdog")
+
+from obsrepo import Repository  # noqa: E402
+from obsrepo.read.query import QueryRequest  # noqa: E402
+from obsrepo.watch.loop import Watcher  # noqa: E402
+from obsrepo.watch.plan import OVERFLOW, Debouncer, Event, WatchPlan, classify  # noqa: E402
+
+ALL = QueryRequest(limit=1000, order="asc")
+
+
+def _obs(n: int, **front):
+    return observation(f"obs-20260213-102500-{n:04d}", **front)
+
+
+class Live:
+    """A watcher thread over `repo`, and what to compare it with."""
+
+    def __init__(self, repo, tmp: Path) -> None:
+        self.repo = repo
+        self.index = str(tmp / "live.duckdb")
+        self.full = str(tmp / "full.duckdb")
+        self.out = io.StringIO()
+        self.watcher = Watcher(Repository(str(repo.path), index=self.index), quiet=0.05, max_wait=0.5,
+                               out=self.out, verbose=False)
+        self.thread = threading.Thread(target=self.watcher.run, daemon=True)
+        self.thread.start()
+        self.wait(lambda: self.watcher.updates >= 1, "the first update")
+
+    def stop(self) -> None:
+        self.watcher.stop()
+        self.thread.join(timeout=10)
+        assert not self.thread.is_alive()
+
+    @staticmethod
+    def wait(condition, what: str, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {what if isinstance(what, str) else what()}")
+
+    def live(self, overlay: bool) -> list[dict]:
+        return Repository(str(self.repo.path), index=self.index).query(ALL, overlay=overlay)["observations"]
+
+    def rebuilt(self) -> list[dict]:
+        api = Repository(str(self.repo.path), index=self.full)
+        api.index(full=True)
+        return api.query(ALL, overlay=False)["observations"]
+
+    def tables(self, index: str) -> tuple:
+        api = Repository(str(self.repo.path), index=index)
+        return (api.sql("SELECT * FROM observations ORDER BY id")[1], api.sql("SELECT * FROM snapshots ORDER BY entity_id")[1])
+
+    def settles(self, drafts: set[str]) -> None:
+        """The live index equals a full build at HEAD, and with the overlay, plus exactly `drafts`."""
+        head = self.repo.sha()
+        expected = self.rebuilt()
+        committed_ids = [r["id"] for r in expected]
+
+        def agrees() -> bool:
+            if self.watcher.indexed != head:
+                return False
+            with_drafts = self.live(True)
+            got_drafts = {r["id"] for r in with_drafts if r.get("uncommitted")}
+            return self.live(False) == expected and got_drafts == drafts and \
+                sorted(r["id"] for r in with_drafts if not r.get("uncommitted")) == sorted(committed_ids)
+
+        try:
+            self.wait(agrees, "the live index to equal a full build plus the drafts")
+        except AssertionError:
+            got = self.live(True)
+            raise AssertionError(f"live: {[(r['id'], r.get('uncommitted')) for r in got]}\n"
+                                 f"expected committed {committed_ids} + drafts {sorted(drafts)}\n{self.out.getvalue()}") from None
+        assert self.tables(self.index) == self.tables(self.full)
+        for record in self.live(True):
+            assert record.get("uncommitted", False) is (record["id"] in drafts)
+            assert (record["commit"] is None) is (record["id"] in drafts)
+
+
+@pytest.fixture
+def live(make_repo, tmp_path):
+    repo = make_repo()
+    repo.add(_obs(1, entity="company/acme", fields={"name": "Acme"}), _obs(2))
+    repo.commit("base")
+    watching = Live(repo, tmp_path)
+    yield watching
+    watching.stop()
+
+
+def test_drafts_saves_atomic_saves_deletes_and_a_burst(live):
+    repo = live.repo
+    draft = _obs(10, entity="company/acme", fields={"name": "Acme Corp"})
+    repo.add(draft)  # a plain save, in a new folder
+    live.settles({draft.id})
+    repo.write(draft.path, draft.replace("Details of", "More details of"))  # saved again
+    live.settles({draft.id})
+    assert "More details" in next(r for r in live.live(True) if r["id"] == draft.id)["body"]
+
+    atomic = _obs(11)  # an editor's save: a temporary file renamed over the target
+    folder = repo.path / os.path.dirname(atomic.path)
+    folder.mkdir(parents=True, exist_ok=True)
+    temp = folder / ".obs.md.tmp"
+    temp.write_text(atomic, encoding="utf-8")
+    os.replace(temp, repo.path / atomic.path)
+    live.settles({draft.id, atomic.id})
+
+    os.remove(repo.path / draft.path)  # a draft deleted
+    live.settles({atomic.id})
+
+    before = live.watcher.updates
+    burst = [observation(f"obs-20260301-000000-{n:04d}", timestamp=f"2026-03-{1 + n % 28:02d}T00:00:00Z")
+             for n in range(500)]
+    for doc in burst:  # 28 new folders and 500 files as fast as possible
+        repo.add(doc)
+    live.settles({atomic.id} | {d.id for d in burst})
+    assert live.watcher.updates - before <= 10, "a burst is debounced into a few updates, not one per file"
+
+
+def test_commit_branch_switch_rebase_and_reset(live):
+    repo = live.repo
+    draft = _obs(20)
+    repo.add(draft)
+    live.settles({draft.id})
+    repo.commit("the draft")  # committed: no longer a draft
+    live.settles(set())
+
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.add(_obs(21))
+    repo.commit("on topic")
+    live.settles(set())
+    repo.git("checkout", "-q", "main")  # a branch switch: the file of obs 21 leaves the work tree
+    live.settles(set())
+
+    repo.add(_obs(22))
+    repo.commit("on main")
+    repo.git("checkout", "-q", "topic")
+    repo.git("rebase", "-q", "main")  # a rebase: many ref moves, one state at the end
+    live.settles(set())
+
+    pending = _obs(23)
+    repo.add(pending)  # a draft survives a reset; the reset commit's file becomes a draft again
+    repo.git("reset", "-q", "--soft", "HEAD~1")
+    live.settles({pending.id, "obs-20260213-102500-0021"})
+    repo.git("reset", "-q", "--hard", "HEAD~1")  # tracked changes gone; untracked drafts stay
+    live.settles({pending.id})
+
+
+def test_an_invalid_draft_never_hides_a_committed_document(live):
+    repo = live.repo
+    committed = _obs(1, entity="company/acme", fields={"name": "Acme"})
+    impostor = observation(committed.id, folder="observations/drafts", event="another event", body="changed")
+    repo.add(impostor)  # same id at another path: DUPLICATE_ID, never in the overlay
+    broken = _obs(30).replace("source: agent/test\n", "")
+    repo.write(_obs(30).path, broken)  # fails the per-document rules
+    changed = committed.replace("Details of", "Edited details of")
+    repo.write(committed.path, changed)  # a committed path modified in the work tree
+    live.settles(set())
+    live.wait(lambda: "DUPLICATE_ID" in live.out.getvalue() and "missing-key" in live.out.getvalue()
+              and "IMMUTABLE_VIOLATION" in live.out.getvalue(), lambda: "the problems on stderr: " + live.out.getvalue())
+    report = live.out.getvalue()
+    assert f"observations/drafts/{committed.id}.md:" in report
+    assert f"{_obs(30).path}:1:1 VALIDATION_ERROR" in report
+    record = next(r for r in live.live(True) if r["id"] == committed.id)
+    assert record["body"] == f"Details of {committed.id}." and record["path"] == committed.path
+
+
+def test_lost_events_are_reconciled_against_git(live):
+    repo = live.repo
+    live.watcher.stop_observer()  # events behind its back
+    draft = _obs(40)
+    repo.add(draft, _obs(41))
+    repo.git("add", _obs(41).path)
+    repo.git("commit", "-q", "--no-verify", "-m", "behind the watcher's back")
+    live.watcher.start_observer()
+    live.watcher.put(Event(OVERFLOW, ""))  # what an inotify queue overflow reports
+    live.settles({draft.id})
+
+
+def test_a_second_watcher_is_refused_and_sigterm_exits_cleanly(make_repo):
+    repo = make_repo()
+    repo.add(_obs(1))
+    repo.commit("base")
+    proc = subprocess.Popen([sys.executable, "-m", "obsrepo", "watch", "--debounce", "20"], cwd=repo.path, env=repo.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        status: dict = {}
+        while time.monotonic() < deadline:
+            status = json.loads(repo.obsrepo("status", "--format", "json").stdout)
+            if status["watcher"] and status["watcher"].get("updated_at"):
+                break
+            time.sleep(0.05)
+        assert status["watcher"]["pid"] == proc.pid, status
+        assert status["indexed_commit"] == repo.sha() and status["behind"] == 0
+        assert status["last_update"]["duration_ms"] > 0
+
+        second = repo.obsrepo("watch")
+        assert second.returncode == 4
+        assert f"INDEX_ERROR: another `obsrepo watch` (pid {proc.pid})" in second.stderr
+
+        repo.add(_obs(2))
+        deadline = time.monotonic() + 20
+        while json.loads(repo.obsrepo("status", "--format", "json").stdout)["overlay_documents"] != 1:
+            assert time.monotonic() < deadline, "the draft never reached the overlay"
+            time.sleep(0.05)
+        text = repo.obsrepo("status").stdout
+        assert "overlay:          1 uncommitted document(s)" in text and f"pid {proc.pid}" in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    after = json.loads(repo.obsrepo("status", "--format", "json").stdout)
+    assert after["watcher"] is None and after["overlay_documents"] == 0
+    assert not os.path.exists(repo.path / ".obsrepo" / "index.duckdb.overlay")
+
+
+def test_status_without_an_index(repo):
+    repo.add(_obs(1))
+    repo.commit("base")
+    state = json.loads(repo.obsrepo("status", "--format", "json").stdout)
+    assert state["indexed_commit"] is None and state["watcher"] is None and state["behind"] is None
+    repo.obsrepo("index")
+    repo.add(_obs(2))
+    repo.commit("second")
+    state = json.loads(repo.obsrepo("status", "--format", "json").stdout)
+    assert state["behind"] == 1 and state["head"] == repo.sha()
+
+
+# -- the planner, on its own --------------------------------------------------------------
+
+ROOT, GIT = "/r", "/r/.git"
+
+
+def test_classify_sorts_events_into_one_plan():
+    events = [
+        Event("created", "/r/observations/2026/a.md"),
+        Event("created", "/r/observations/2026/.a.md.swp"),  # an editor's swap file: not a draft
+        Event("moved", "/r/observations/2026/.tmp123", "/r/observations/2026/b.md"),  # an atomic save
+        Event("created", "/r/observations/2027", is_dir=True),  # a new folder: list again
+        Event("modified", "/r/.git/refs/heads/main.lock"),
+        Event("moved", "/r/.git/refs/heads/main.lock", "/r/.git/refs/heads/main"),
+        Event("modified", "/r/.git/index"),  # staging only
+        Event("opened", "/r/observations/2026/c.md"),
+        Event("modified", "/r/schemas/entities/invoice.yaml"),
+        Event("modified", "/r/README.md"),
+    ]
+    plan = classify(events, ROOT, (GIT,))
+    assert plan.git and plan.rescan and not plan.reconcile
+    assert plan.paths == {"observations/2026/a.md", "observations/2026/b.md"}
+    assert plan.schemas == {"schemas/entities/invoice.yaml"}
+    assert classify([Event("modified", "/r/.git/index")], ROOT, (GIT,)).empty
+    assert classify([Event("modified", "/r/.git/HEAD")], ROOT, (GIT,)).git
+    assert classify([Event(OVERFLOW, "")], ROOT, (GIT,)).reconcile
+    merged = WatchPlan(paths={"a"})
+    merged.merge(WatchPlan(git=True, paths={"b"}))
+    assert merged.git and merged.paths == {"a", "b"}
+
+
+def test_debounce_waits_for_quiet_but_never_longer_than_max_wait():
+    debounce = Debouncer(quiet=0.1, max_wait=1.0)
+    assert not debounce.due(0.0) and debounce.deadline() is None
+    debounce.add(0.0)
+    assert not debounce.due(0.05) and debounce.due(0.1)
+    for tick in range(1, 20):  # a steady stream every 50 ms
+        debounce.add(tick * 0.05)
+    assert debounce.deadline() == pytest.approx(1.0)
+    debounce.reset()
+    assert not debounce.pending
+
+
+# -- parsed once: `check` and `index` share the analysis cache ------------------------------
+
+def test_index_after_check_parses_nothing_and_check_after_index_hits_the_cache(make_repo):
+    from obsrepo.format import validate as analyze_module  # every parse goes through validate.analyze
+    from obsrepo.gate.check import CheckRequest, run_check
+
+    repo = make_repo()
+    docs = [_obs(n, entity=f"company/c{n % 3}", fields={"n": n}) for n in range(1, 40)]
+    repo.add(*docs)
+    repo.write("observations/bad/obs-20260213-102500-0999.md", "---\nspec: observation/v1\n---\n")
+    repo.commit("base")
+    clone = repo.clone("fresh")  # a fresh clone: no cache, no index
+
+    calls = []
+    original = analyze_module.analyze
+
+    def counting(path, data, with_record=False):
+        calls.append(path)
+        return original(path, data, with_record)
+
+    analyze_module.analyze = counting
+    try:
+        report = run_check(CheckRequest(cwd=str(clone.path)))
+        assert len(calls) == 40 and any(i.path.startswith("observations/bad/") for i in report.issues)
+        calls.clear()
+        api = Repository(str(clone.path))
+        result = api.index(full=True)
+        assert (result.parsed, result.reused, calls) == (0, 40, [])  # every document came from check's analyses
+        assert len(api.query(ALL)["observations"]) == 39 and len(result.problems) >= 1
+
+        other = make_repo("other")  # the other way round: index first, then check
+        other.add(*docs)
+        other.commit("base")
+        first = Repository(str(other.path)).index(full=True)
+        assert (first.parsed, first.reused) == (39, 0)
+        calls.clear()
+        assert run_check(CheckRequest(cwd=str(other.path))).issues == []
+        assert calls == []
+        full = Repository(str(other.path), index=str(other.path / "again.duckdb")).index(full=True)
+        assert (full.parsed, full.reused) == (0, 39)
+        assert Repository(str(other.path), index=str(other.path / "again.duckdb")).query(ALL) == \
+            Repository(str(other.path)).query(ALL)
+    finally:
+        analyze_module.analyze = original
+
+
+def test_check_imports_neither_duckdb_nor_pyarrow_nor_watchdog(repo):
+    repo.add(_obs(1))
+    repo.commit("base")
+    probe = ("import sys, obsrepo.cli\n"
+             "from obsrepo.gate.check import CheckRequest, run_check\n"
+             "run_check(CheckRequest(cwd='.'))\n"
+             "print(sorted(m for m in ('duckdb', 'pyarrow', 'watchdog') if m in sys.modules))\n")
+    assert repo.run(sys.executable, "-c", probe).stdout.strip() == "[]"

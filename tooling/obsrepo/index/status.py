@@ -1,0 +1,47 @@
+"""`obsrepo status`: which commit the index holds, how far HEAD is ahead of it, whether a
+watcher runs and how many uncommitted drafts its overlay holds, and the last update."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import IndexFault
+from ..gitstore import Git
+from .store import OVERLAY_DB, attach_overlay, open_reader, read_json, status_path, watcher_pid
+
+
+def index_status(git: Git, path: str) -> dict[str, Any]:
+    head = git.resolve("HEAD")  # GIT_ERROR in a repository without commits, like every reader
+    indexed: str | None = None
+    drafts = 0
+    problem = None
+    try:
+        con = open_reader(path, fts=False, sandbox=False)
+    except IndexFault as exc:
+        con = None
+        problem = exc.message
+    if con is not None:
+        try:
+            indexed = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
+            if attach_overlay(con, path, indexed):
+                drafts = con.execute(f"SELECT count(*) FROM {OVERLAY_DB}.overlay_obs").fetchone()[0]
+        finally:
+            con.close()
+    behind = None
+    if indexed and head:
+        behind = int(git.run("rev-list", "--count", f"{indexed}..{head}", check=False).decode().strip() or 0) \
+            if indexed != head else 0
+    last = read_json(status_path(path))
+    pid = watcher_pid(path)
+    return {
+        "index": path,
+        "indexed_commit": indexed,
+        "head": head,
+        "behind": behind,
+        "watcher": ({"pid": pid, **{k: v for k, v in read_json(path + ".watch.json").items() if k != "pid"}}
+                    if pid is not None else None),
+        "overlay_documents": drafts,
+        "last_update": {key: last[key] for key in ("updated_at", "duration_ms", "commit", "full", "added", "removed")
+                        if key in last} or None,
+        "problem": problem,
+    }

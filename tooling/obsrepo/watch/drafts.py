@@ -1,0 +1,208 @@
+"""The uncommitted drafts of the work tree, and which of them pass the check.
+
+A draft is a `*.md` file under `observations/` or `comprehension/` whose path is not in the
+tree of HEAD (untracked, or staged but not committed). A work-tree file at a committed path
+is never a draft: the committed document stays what readers see (a modified observation is
+reported, immutability being `check`'s to enforce).
+
+A draft passes when its per-document rules hold (the strict reader, the model, the file name
+and folder) and, against the indexed commit and the other drafts: its id is new, its content
+is not already there in the same tenant, and what it corrects or retracts exists. Only valid
+observation drafts go into the overlay; every other draft is reported.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import errors
+from ..format.report import Issue
+from ..format.rules import kind_of, place
+from ..gitstore import Git, blob_sha
+from .plan import DOCUMENT_ROOTS, is_document_name
+
+FULL_RESCAN_ABOVE = 2000  # more candidate paths than this: list every draft from git instead
+
+
+@dataclass
+class Draft:
+    path: str
+    blob: str
+    issues: list[Issue]  # per-document problems
+    facts: dict[str, Any] | None
+    record: dict[str, Any] | None
+
+
+@dataclass
+class DraftState:
+    drafts: dict[str, Draft] = field(default_factory=dict)
+    memo: dict[tuple[str, str], tuple[list, Any, Any]] = field(default_factory=dict)  # (kind, blob) → analysis
+    modified: dict[str, str] = field(default_factory=dict)  # committed path → work-tree blob that differs
+
+
+def _read_file(root: str, rel: str) -> bytes | None:
+    full = os.path.join(root, rel)
+    try:
+        st = os.lstat(full)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with open(full, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def list_drafts(git: Git) -> set[str]:
+    """Every draft path, from git: untracked files and files staged but not in HEAD."""
+    untracked = git.run("ls-files", "-z", "-o", "--", *DOCUMENT_ROOTS).split(b"\0")
+    staged = git.run("diff-index", "-z", "--cached", "--name-only", "--diff-filter=A", "HEAD", "--",
+                     *DOCUMENT_ROOTS, check=False).split(b"\0")
+    paths = (raw.decode("utf-8", "surrogateescape") for raw in untracked + staged if raw)
+    return {path for path in paths if is_document_name(path)}
+
+
+def committed_blobs(git: Git, paths: list[str]) -> dict[str, str]:
+    """path → blob id in HEAD's tree, for those of `paths` that are there."""
+    if not paths:
+        return {}
+    out = git.run("--literal-pathspecs", "ls-tree", "-z", "--full-tree", "HEAD", "--", *paths, check=False)
+    found = {}
+    for record in out.split(b"\0"):
+        if record:
+            meta, path = record.split(b"\t", 1)
+            found[path.decode("utf-8", "surrogateescape")] = meta.decode().split(" ")[2]
+    return found
+
+
+def refresh(state: DraftState, git: Git, candidates: set[str], everything: bool = False) -> list[Issue]:
+    """Bring `state.drafts` up to date with the work tree: `candidates` are the paths that may
+    have changed; with `everything` (or too many candidates) every draft is listed from git as
+    well. Returns problems of committed paths modified in the work tree."""
+    root = git.root
+    notes: list[Issue] = []
+    named = {p for p in candidates if is_document_name(p)}
+    if everything or len(named) > FULL_RESCAN_ABOVE:
+        paths = list_drafts(git)
+        for gone in set(state.drafts) - paths:
+            del state.drafts[gone]
+        rest = named - paths if len(named) <= FULL_RESCAN_ABOVE else set()
+        look_at = sorted(paths | rest)
+        in_head: dict[str, str] = committed_blobs(git, sorted(rest))
+    else:
+        look_at = sorted(named)
+        in_head = committed_blobs(git, look_at)
+    for path in look_at:
+        data = _read_file(root, path)
+        if path in in_head:  # a committed path: never a draft
+            state.drafts.pop(path, None)
+            blob = blob_sha(data) if data is not None else None
+            if blob is not None and blob != in_head[path] and kind_of(path) == "observation":
+                if state.modified.get(path) != blob:
+                    notes.append(Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "modified",
+                                       "a committed observation was changed in the work tree; the committed version "
+                                       "stays in the index (observations are immutable: add a new one)"))
+                state.modified[path] = blob
+            else:
+                state.modified.pop(path, None)
+            continue
+        state.modified.pop(path, None)
+        if data is None:
+            state.drafts.pop(path, None)
+            continue
+        blob = blob_sha(data)
+        current = state.drafts.get(path)
+        if current is not None and current.blob == blob:
+            continue
+        state.drafts[path] = _analyze(state, path, blob, data)
+    return notes
+
+
+def _analyze(state: DraftState, path: str, blob: str, data: bytes) -> Draft:
+    from ..format.analyze import analyze
+    from ..format.rules import Analysis
+
+    key = (kind_of(path), blob)
+    if key not in state.memo:
+        analysis = analyze(path, data, with_record=True)
+        state.memo[key] = ([i.as_dict() for i in analysis.issues], analysis.facts, analysis.record)
+    issues, facts, record = state.memo[key]
+    analysis = Analysis(key[0], [Issue(path, i["line"], i["col"], i["code"], i["rule"], i["message"]) for i in issues], facts)
+    return Draft(path, blob, analysis.issues + place(path, analysis), facts, record)
+
+
+def judge(state: DraftState, index_file: str) -> tuple[list[tuple[str, str, dict[str, Any]]], dict[str, list[Issue]]]:
+    """(valid observation drafts as (path, blob, record), problems by path) against the indexed
+    commit and each other."""
+    problems: dict[str, list[Issue]] = {p: list(d.issues) for p, d in state.drafts.items() if d.issues}
+    fine = {p: d for p, d in state.drafts.items() if not d.issues and d.facts is not None}
+    by_id: dict[str, list[str]] = {}
+    for path, draft in fine.items():
+        by_id.setdefault((draft.facts or {})["id"], []).append(path)
+    for doc_id, paths in by_id.items():
+        if len(paths) > 1:
+            for path in paths:
+                others = ", ".join(p for p in paths if p != path)
+                _flag(problems, fine[path], "id", errors.DUPLICATE_ID, "duplicate-id",
+                      f"id '{doc_id}' is also used by the draft {others}")
+    committed = _committed(index_file, fine)
+    for path, draft in sorted(fine.items()):
+        facts = draft.facts or {}
+        if facts["id"] in committed["ids"]:
+            _flag(problems, draft, "id", errors.DUPLICATE_ID, "duplicate-id",
+                  f"id '{facts['id']}' is already committed ({committed['ids'][facts['id']]}); the committed document stays")
+        if draft.record is not None and kind_of(path) == "observation":
+            tenant = _tenant_key(facts.get("tenant") or {})
+            if (facts.get("hash"), tenant) in committed["hashes"]:
+                _flag(problems, draft, "id", errors.DUPLICATE_CONTENT, "duplicate-content",
+                      "the same content is already committed in this tenant")
+            known = set(committed["targets"]) | {d.facts["id"] for d in fine.values() if d.facts}
+            for key in ("corrects", "retracts"):
+                for target in facts.get(key) or []:
+                    if target not in known:
+                        _flag(problems, draft, key, errors.REF_NOT_FOUND, "ref-not-found",
+                              f"{key}: observation '{target}' does not exist")
+    valid = [(p, d.blob, d.record) for p, d in sorted(fine.items())
+             if p not in problems and kind_of(p) == "observation" and d.record is not None]
+    return valid, problems
+
+
+def _flag(problems: dict[str, list[Issue]], draft: Draft, key: str, code: str, rule: str, message: str) -> None:
+    line, col = ((draft.facts or {}).get("loc") or {}).get(key, (1, 1))
+    problems.setdefault(draft.path, []).append(Issue(draft.path, line, col, code, rule, message))
+
+
+def _tenant_key(tenant: dict[str, Any]) -> tuple:
+    return tuple(tenant.get(k) for k in ("org", "project", "agent", "user"))
+
+
+def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
+    """What the indexed commit already holds of the drafts' ids, content hashes and targets."""
+    found: dict[str, Any] = {"ids": {}, "hashes": set(), "targets": set()}
+    if not fine:
+        return found
+    from ..index.schema import NOW
+    from ..index.store import open_reader
+
+    ids = sorted({d.facts["id"] for d in fine.values() if d.facts})
+    hashes = sorted({str(d.facts["hash"]) for d in fine.values() if d.facts and d.facts.get("hash")})
+    targets = sorted({t for d in fine.values() if d.facts for k in ("corrects", "retracts") for t in d.facts.get(k) or []})
+    con = open_reader(index_file, fts=False, sandbox=False)  # internal: leaves a shared database unlocked
+    try:
+        for doc_id, path in con.execute(
+                f"SELECT id, path FROM obs_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[])) "
+                f"UNION ALL SELECT id, path FROM comp_versions WHERE removed_seq = {NOW} "
+                "AND id IN (SELECT unnest(?::VARCHAR[]))", [ids, ids]).fetchall():
+            found["ids"][doc_id] = path
+        for row in con.execute(
+                "SELECT content_hash, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
+                f"WHERE removed_seq = {NOW} AND content_hash IN (SELECT unnest(?::VARCHAR[]))", [hashes]).fetchall():
+            found["hashes"].add((row[0], tuple(row[1:])))
+        found["targets"] = {row[0] for row in con.execute(
+            f"SELECT id FROM obs_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[]))",
+            [targets]).fetchall()}
+    finally:
+        con.close()
+    return found

@@ -1,0 +1,271 @@
+"""The watch loop: watchdog events → `plan.classify` → debounce → one `Watcher.update`.
+
+An update brings the committed index to HEAD with the index's own planner and writer
+(`Repository.index`: `plan_update` + `build`, incremental), then refreshes the drafts and
+publishes the overlay (index/drafts_table.py) when the set of valid drafts or the indexed
+commit changed. Lost events (an inotify queue overflow, an observer that died) make the next
+update a reconcile: the index is checked against HEAD and every draft is listed again from git.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from ..api import Repository
+from ..errors import ObsrepoError
+from ..format.report import Issue
+from .drafts import DraftState, judge, refresh
+from .plan import DOCUMENT_ROOTS, OVERFLOW, SCHEMA_ROOT, Debouncer, Event, WatchPlan, classify
+
+_STOP = Event("stop", "")
+
+
+class _Handler:
+    """watchdog's handler protocol (`dispatch`): every event goes to the loop's queue."""
+
+    def __init__(self, sink: Callable[[Event], None]) -> None:
+        self.sink = sink
+
+    def dispatch(self, event: Any) -> None:
+        dest = getattr(event, "dest_path", "") or None
+        self.sink(Event(event.event_type, _text(event.src_path), _text(dest) if dest else None, event.is_directory))
+
+
+def _text(path: str | bytes) -> str:
+    text = os.fsdecode(path)
+    return text.replace(os.sep, "/")
+
+
+class _LostEvents(logging.Handler):
+    """watchdog logs an inotify queue overflow (it rebuilds its watches itself); the loop must
+    reconcile, for events were dropped."""
+
+    def __init__(self, sink: Callable[[Event], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self.sink(Event(OVERFLOW, ""))
+
+
+class Watcher:
+    def __init__(self, repo: Repository, *, committed_only: bool = False, quiet: float = 0.1, max_wait: float = 1.0,
+                 out: TextIO | None = None, verbose: bool = True) -> None:
+        self.repo = repo
+        self.git = repo.git
+        self.root = repo.root.replace(os.sep, "/")
+        self.index_file = repo.index_file
+        self.committed_only = committed_only
+        self.out = out or sys.stderr
+        self.verbose = verbose
+        self.events: queue.Queue[Event] = queue.Queue()
+        self.debounce = Debouncer(quiet, max_wait)
+        self.state = DraftState()
+        self.indexed: str | None = None
+        self.overlay_key: tuple | None = None
+        self.reported: dict[str, tuple[str, ...]] = {}
+        self.stopping = threading.Event()
+        self.observer: Any = None
+        self.watched: set[str] = set()
+        self.updates = 0
+        git_dir = self.git.run("rev-parse", "--absolute-git-dir").decode().strip()
+        common = self.git.run("rev-parse", "--git-common-dir").decode().strip()
+        common = os.path.normpath(os.path.join(self.root, common)) if not os.path.isabs(common) else common
+        self.git_dirs = tuple(dict.fromkeys(p.replace(os.sep, "/") for p in (git_dir, common)))
+
+    # -- events ----------------------------------------------------------------------------
+    def put(self, event: Event) -> None:
+        self.events.put(event)
+
+    def start_observer(self) -> None:
+        from watchdog.observers import Observer
+
+        self.observer = Observer()
+        self.watched = set()
+        handler = _Handler(self.put)
+        self.observer.schedule(handler, self.root, recursive=False)  # document folders coming into being
+        for git_dir in self.git_dirs:
+            self.observer.schedule(handler, git_dir, recursive=False)  # HEAD, packed-refs
+        refs = os.path.join(self.git_dirs[-1], "refs")
+        if os.path.isdir(refs):
+            self.observer.schedule(handler, refs, recursive=True)
+        self._watch_folders()
+        self.observer.start()
+        logging.getLogger("watchdog").addHandler(_LostEvents(self.put))
+
+    def _watch_folders(self) -> bool:
+        """Watch each document folder that exists and is not watched yet; True when one was added."""
+        added = False
+        for folder in (*DOCUMENT_ROOTS, SCHEMA_ROOT):
+            full = os.path.join(self.root, folder)
+            if folder not in self.watched and os.path.isdir(full) and self.observer is not None:
+                self.observer.schedule(_Handler(self.put), full, recursive=True)
+                self.watched.add(folder)
+                added = True
+        return added
+
+    def stop_observer(self) -> None:
+        if self.observer is not None:
+            self.observer.stop()
+            self.observer.join(timeout=5)
+            self.observer = None
+
+    def stop(self, *_args: Any) -> None:
+        self.stopping.set()
+        self.events.put(_STOP)
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self) -> None:
+        """Until SIGINT or SIGTERM (or `stop`): hold the watch lock, update on events."""
+        from ..index import IndexFiles
+
+        with IndexFiles(self.index_file).watch_lock():
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, self.stop)
+                signal.signal(signal.SIGINT, self.stop)
+            self.start_observer()
+            try:
+                self._say(f"watching {self.root} (index {self.index_file})")
+                self.safe_update(WatchPlan(reconcile=True))
+                self._loop()
+            finally:
+                self.stop_observer()
+
+    def _loop(self) -> None:
+        pending = WatchPlan()
+        while not self.stopping.is_set():
+            deadline = self.debounce.deadline()
+            timeout = 0.5 if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                event: Event | None = self.events.get(timeout=timeout)
+            except queue.Empty:
+                event = None
+            while event is not None:
+                if event is _STOP:
+                    return
+                plan = classify([event], self.root, self.git_dirs)
+                if not plan.empty:
+                    pending.merge(plan)
+                    self.debounce.add(time.monotonic())
+                try:
+                    event = self.events.get_nowait()
+                except queue.Empty:
+                    event = None
+            if self.observer is not None and not self.observer.is_alive():  # the observer died: events are lost
+                self.stop_observer()
+                self.start_observer()
+                pending.reconcile = True
+                self.debounce.add(time.monotonic())
+            if self.debounce.due(time.monotonic()):
+                self.debounce.reset()
+                plan, pending = pending, WatchPlan()
+                self.safe_update(plan)
+
+    def safe_update(self, plan: WatchPlan) -> None:
+        try:
+            self.update(plan)
+        except ObsrepoError as exc:  # git busy mid-rebase, an index that cannot be written: next event retries
+            self.out.write(f"obsrepo watch: {exc.code}: {exc.message}\n")
+            self.out.flush()
+
+    # -- one update --------------------------------------------------------------------------
+    def update(self, plan: WatchPlan) -> dict[str, Any]:
+        """Carry out one plan; returns what it did (also written to the status sidecar)."""
+        started = time.perf_counter()
+        if self._watch_folders():
+            plan.rescan = True
+        done: dict[str, Any] = {"commit": self.indexed, "indexed": False}
+        head = self.git.resolve("HEAD") if self.git.has_head() else None
+        moved: set[str] | None = set()
+        if head is not None and (head != self.indexed or plan.reconcile or plan.git):
+            old = self.indexed
+            result = self.repo.index(head)
+            done.update(commit=result.commit, indexed=not result.unchanged, added=result.added, removed=result.removed)
+            moved = self._changed_paths(old, result.commit) if old and old != result.commit else (None if old is None else set())
+            self.indexed = result.commit
+        if self.committed_only or self.indexed is None:
+            self._publish([])
+            done["drafts"] = 0
+        else:
+            everything = plan.reconcile or plan.rescan or moved is None
+            candidates = plan.paths | (moved or set()) | (set(self.state.drafts) if moved else set())
+            notes = refresh(self.state, self.git, candidates, everything)
+            valid, problems = judge(self.state, self.index_file)
+            self._publish(valid)
+            self._report(problems, notes)
+            done.update(drafts=len(valid), rejected=len(problems))
+        if plan.schemas:
+            self._check_schemas(plan.schemas)
+        done["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
+        self.updates += 1
+        self._record(done)
+        if self.verbose and (done.get("indexed") or plan.paths or plan.reconcile):
+            self._say(f"at {str(self.indexed)[:12]}: {done.get('drafts', 0)} draft(s) in the overlay, "
+                      f"updated in {done['duration_ms']:.0f} ms")
+        return done
+
+    def _changed_paths(self, old: str, new: str) -> set[str] | None:
+        out = self.git.run("diff", "--name-only", "-z", "--no-renames", old, new, "--", *DOCUMENT_ROOTS, check=False)
+        return {raw.decode("utf-8", "surrogateescape") for raw in out.split(b"\0") if raw}
+
+    def _publish(self, valid: list[tuple[str, str, dict[str, Any]]]) -> None:
+        from ..index.drafts_table import write_overlay
+
+        key = (self.indexed, tuple((path, blob) for path, blob, _ in valid))
+        if key == self.overlay_key:
+            return
+        write_overlay(self.index_file, self.indexed or "", [(p, b, dict(r)) for p, b, r in valid])
+        self.overlay_key = key
+
+    def _report(self, problems: dict[str, list[Issue]], notes: list[Issue]) -> None:
+        for path in list(self.reported):
+            if path not in problems:
+                del self.reported[path]
+        lines = [n.as_text() for n in notes]
+        for path, issues in sorted(problems.items()):
+            text = tuple(i.as_text() for i in sorted(issues))
+            if self.reported.get(path) != text:
+                self.reported[path] = text
+                lines.extend(text)
+        if lines:
+            self.out.write("".join(line + "\n" for line in lines))
+            self.out.flush()
+
+    def _check_schemas(self, paths: set[str]) -> None:
+        from ..format.entity_schema import read_entity_schema
+
+        lines: list[str] = []
+        for path in sorted(paths):
+            try:
+                with open(os.path.join(self.root, path), "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            lines.extend(issue.as_text() for issue in read_entity_schema(path, data)[1])
+        if lines:
+            self.out.write("".join(line + "\n" for line in lines))
+            self.out.flush()
+
+    def _record(self, done: dict[str, Any]) -> None:
+        from ..index.store import write_json
+
+        write_json(self.index_file + ".watch.json", {
+            "pid": os.getpid(), "commit": self.indexed, "overlay_documents": done.get("drafts", 0),
+            "rejected_drafts": done.get("rejected", 0), "duration_ms": done["duration_ms"],
+            "updated_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        })
+
+    def _say(self, text: str) -> None:
+        if self.verbose:
+            self.out.write(f"obsrepo watch: {text}\n")
+            self.out.flush()
