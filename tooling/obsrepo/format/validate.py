@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import errors
+from .classify import content_classification, most_restrictive
 from .document import Document, read_document
 from .model import (
     COMPREHENSION_ID,
@@ -20,7 +21,6 @@ from .model import (
     format_timestamp,
     split_extensions,
 )
-from .classify import content_classification, most_restrictive
 from .report import Issue
 from .rules import Analysis, content_hash, kind_of
 from .vocabulary import CLASSIFICATION_RANK
