@@ -28,11 +28,11 @@ def comprehensions(scope: ReadScope, domain: str | None = None, confidence: str 
         clauses.append("c.domain = ?")
         params.append(domain)
     if confidence is not None:
-        clauses.append("c.posterior->>'$.confidence' = ?")
+        clauses.append("json_extract_string(c.posterior, '$.confidence') = ?")
         params.append(confidence)
     for word in (text or "").split():
-        clauses.append("strpos(lower(c.topic || ' ' || (c.prior->>'$.statement') || ' ' || (c.posterior->>'$.statement') "
-                       "|| ' ' || c.body), ?) > 0")
+        clauses.append("strpos(lower(c.topic || ' ' || json_extract_string(c.prior, '$.statement') || ' ' "
+                       "|| json_extract_string(c.posterior, '$.statement') || ' ' || c.body), ?) > 0")
         params.append(word.lower())
     if scope.tenant or scope.ceiling is not None:
         clauses.append("list_has_all((SELECT list(id) FROM visible), c.observations)")

@@ -62,6 +62,12 @@ def export_rows_sql(scope: ReadScope, request: QueryRequest, *, text_columns: bo
     from ..index.stewardship import retracted_sql
 
     where, params = _filters(request)
+    if request.text:  # the rows BM25 scores: those holding at least one term of the text
+        from ..index.rows import TOKENS
+
+        where += (" AND o.row_id IN (SELECT t.row_id FROM visible_terms AS t WHERE t.term IN (SELECT DISTINCT "
+                  f"stem(x, 'porter') FROM (SELECT unnest({TOKENS.format('?')}) AS x) WHERE x <> ''))")
+        params.append(request.text)
     if not request.include_retracted:
         where += f" AND o.row_id NOT IN ({retracted_sql('visible')})"
     sql = (f"SELECT {_select(scope.weights(), text_columns, partitions)} FROM visible AS o "

@@ -23,11 +23,11 @@ def retention(scope: ReadScope, limit: int = 50) -> dict[str, Any]:
                               "expired": [], "total_expired": 0, "upcoming": [], "total_upcoming": 0}
     if not policies:
         return result
-    rows = f"""SELECT o.id, o.type, o.classification, {_TS.format(c="o.timestamp")} AS ts, e.at, o.path
-        FROM (SELECT o.row_id, {expires_at_sql(policies, "o.class_rank")} AS at FROM visible AS o) AS e
-        JOIN visible AS o USING (row_id) WHERE e.at IS NOT NULL"""
-    for key, condition, order in (("expired", "at <= ?", "at, id"), ("upcoming", "at > ?", "at, id")):
-        found = scope.rows(f"SELECT id, type, classification, ts, {_TS.format(c='at')}, path, count(*) OVER () "
+    rows = f"""SELECT o.id, o.type, o.classification, {_TS.format(c="o.timestamp")} AS ts, e.expires, o.path
+        FROM (SELECT o.row_id, {expires_at_sql(policies, "o.class_rank")} AS expires FROM visible AS o) AS e
+        JOIN visible AS o USING (row_id) WHERE e.expires IS NOT NULL"""
+    for key, condition, order in (("expired", "expires <= ?", "expires, id"), ("upcoming", "expires > ?", "expires, id")):
+        found = scope.rows(f"SELECT id, type, classification, ts, {_TS.format(c='expires')}, path, count(*) OVER () "
                            f"FROM ({rows}) WHERE {condition} ORDER BY {order} LIMIT ?", [moment, limit])
         result[key] = [{"id": r[0], "type": r[1], "classification": r[2], "timestamp": r[3], "expires_at": r[4],
                         "path": r[5]} for r in found]
