@@ -21,9 +21,11 @@ from .read.query import QueryRequest
 
 class Repository:
     def __init__(self, path: str = ".", *, index: str | None = None, tenant: dict[str, str] | None = None,
-                 progress: Callable[[int, int], None] | None = None, overlay: bool = True) -> None:
+                 progress: Callable[[int, int], None] | None = None, overlay: bool = True,
+                 max_classification: str | None = None) -> None:
         """`progress(done, total)` is called while a missing or outdated index is built for a read.
-        `overlay`: whether `query` shows a running watcher's uncommitted drafts (docs/design.md §13)."""
+        `overlay`: whether `query` shows a running watcher's uncommitted drafts (docs/design.md §13).
+        `max_classification` is the caller's ceiling (docs/design.md §14): nothing above it is read."""
         git = Git.discover(path)
         if git is None:
             where = os.path.abspath(path)
@@ -39,6 +41,7 @@ class Repository:
         self._states: Any = None  # the write path's rule state, moved along with the proposal branch
         self._live: Any = None  # a LiveIndex once `keep_open` was called
         self.overlay = overlay
+        self.max_classification = _ceiling(max_classification, None)
 
     def keep_open(self) -> None:
         """Serve many reads from one long-running process (the MCP server): keep a read-only
@@ -80,8 +83,8 @@ class Repository:
 
     def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
         """`follow_head=False`: the index as it is (built at HEAD only when missing or damaged)."""
-        if self._live is not None and follow_head and not any(settings.values()):
-            return self._live.lease()  # a kept-open index (MCP) has no drafts' overlay attached
+        if self._live is not None and follow_head and not any(v for k, v in settings.items() if k != "overlay"):
+            return self._live.lease()  # a kept-open index (MCP) serves committed state: no drafts' overlay
         from .index import IndexFiles, reader_at_least
         from .index.store import watcher_pid
 
@@ -91,7 +94,8 @@ class Repository:
         return reader_at_least(self.git, IndexFiles(self.index_file), head, progress=self.progress, **settings)
 
     def _read(self, work: Callable[[Any], Any], at: str | None = None, tenant: dict[str, str] | None = None,
-              scoped: bool = True, overlay: bool = False, **settings: Any) -> Any:
+              scoped: bool = True, overlay: bool = False, ceiling: str | None = None, include_expired: bool = False,
+              **settings: Any) -> Any:
         """Run `work(scope)` over a read scope of commit `at` (default: the indexed tip) and the
         caller's binding (or `tenant`, a narrower one); `scoped=False` hands `work` the bare
         connection instead. If DuckDB reports a damaged file on the way (a bad block checksum,
@@ -106,7 +110,8 @@ class Repository:
             try:
                 if not scoped:
                     return work(con)
-                scope = ReadScope(con, self.git, at_sha, self.tenant if tenant is None else tenant, overlay=overlay)
+                scope = ReadScope(con, self.git, at_sha, self.tenant if tenant is None else tenant, overlay=overlay,
+                                  ceiling=_ceiling(self.max_classification, ceiling), include_expired=include_expired)
                 try:
                     return work(scope)
                 finally:
@@ -144,21 +149,25 @@ class Repository:
                         "at_commit": self.git.resolve(at, "--at") if at else None}
             binding[key] = value
         drafts = self.overlay if overlay is None else overlay
-        return self._read(lambda scope: run_query(scope, request), at, binding, overlay=drafts)
+        return self._read(lambda scope: run_query(scope, request), at, binding, overlay=drafts,
+                          ceiling=request.max_classification, include_expired=request.include_expired)
 
     def snapshot(self, entity: str, *, at: str | None = None, as_of: str | None = None,
-                 explain: bool = False) -> dict[str, Any]:
+                 explain: bool = False, max_classification: str | None = None, include_expired: bool = False) -> dict[str, Any]:
         """The entity's snapshot (docs/design.md §4 shape) at commit `at`, as of valid time `as_of`."""
         from .read.snapshots import parse_as_of, snapshot
 
         moment = parse_as_of(as_of) if as_of else None
-        return self._read(lambda scope: snapshot(scope, entity, as_of=moment, explain=explain), at)
+        return self._read(lambda scope: snapshot(scope, entity, as_of=moment, explain=explain), at,
+                          ceiling=max_classification, include_expired=include_expired)
 
-    def provenance(self, entity: str, field: str, *, at: str | None = None) -> dict[str, Any]:
+    def provenance(self, entity: str, field: str, *, at: str | None = None, max_classification: str | None = None,
+                   include_expired: bool = False) -> dict[str, Any]:
         """Field → winning observation → file, commit, author, source_ref, interpretation."""
         from .read.snapshots import provenance
 
-        return self._read(lambda scope: provenance(scope, entity, field), at)
+        return self._read(lambda scope: provenance(scope, entity, field), at, ceiling=max_classification,
+                          include_expired=include_expired)
 
     def _entities_call(self, name: str, at: str | None, *args: Any, **kwargs: Any) -> Any:
         from .read import entities
@@ -189,13 +198,15 @@ class Repository:
         return self._entities_call("related", at, entity, types=types, direction=direction, hops=hops)
 
     def timeline(self, *, entity: str | None = None, event_type: str | None = None, after: str | None = None,
-                 before: str | None = None, limit: int = 1000, offset: int = 0, at: str | None = None) -> dict:
+                 before: str | None = None, limit: int = 1000, offset: int = 0, at: str | None = None,
+                 max_classification: str | None = None) -> dict:
+        from .read.entities import timeline
         from .times import parse_time
 
-        return self._entities_call(
-            "timeline", at, entity=entity, event_type=event_type, limit=limit, offset=offset,
-            after=parse_time(after, "--after") if after else None,
-            before=parse_time(before, "--before") if before else None)
+        low = parse_time(after, "--after") if after else None
+        high = parse_time(before, "--before") if before else None
+        return self._read(lambda scope: timeline(scope, entity=entity, event_type=event_type, limit=limit, offset=offset,
+                                                 after=low, before=high), at, ceiling=max_classification)
 
     def history(self, entity: str) -> dict:
         """How the entity's snapshot changed, commit by commit."""
@@ -372,6 +383,75 @@ class Repository:
             raise UsageError("the document is not valid Unicode text", parameter="text") from None
         head = self.git.resolve("HEAD") if self.git.has_head() else None
         return check_text(self.git, head, data, self.tenant).as_dict()
+
+    # -- stewardship and beliefs (docs/design.md §14) ------------------------------------
+    def feedback(self, target: str, outcome: str, *, session: str | None = None, source: str | None = None,
+                 timestamp: str | None = None) -> Any:
+        """A feedback observation on `target` (accepted, rejected, rework, misleading) in the work
+        tree; returns `Created`. The index folds it into the target's weight."""
+        from .write.steward import DEFAULT_SOURCE, feedback
+
+        return feedback(self.root, target, outcome, session=session, source=source or DEFAULT_SOURCE,
+                        tenant=self.tenant, timestamp=timestamp)
+
+    def reclassify(self, targets: list[str], classification: str, *, source: str | None = None,
+                   reason: str | None = None) -> Any:
+        """A reclassify observation raising `targets` to `classification`; returns `Created`."""
+        from .write.steward import DEFAULT_SOURCE, reclassify
+
+        return reclassify(self.root, list(targets), classification, source=source or DEFAULT_SOURCE,
+                          tenant=self.tenant, reason=reason)
+
+    def comprehend(self, comp_id: str, observation: str, effect: str, *, statement: str | None = None,
+                   reasoning: str | None = None) -> Any:
+        """The next version of a comprehension document after `observation` (confirm, contradict,
+        neutral); returns `Updated` (`changed` is False when it was already cited)."""
+        from .write.comprehend import comprehend
+
+        return comprehend(self.root, comp_id, observation, effect, statement=statement, reasoning=reasoning,
+                          tenant=self.tenant)
+
+    def comprehensions(self, *, domain: str | None = None, confidence: str | None = None, text: str | None = None,
+                       limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        """The beliefs of the indexed commit, by id."""
+        from .read.comprehensions import comprehensions
+
+        return self._read(lambda scope: comprehensions(scope, domain, confidence, text, limit, offset))
+
+    def retention(self, *, at: str | None = None, limit: int = 50) -> dict[str, Any]:
+        """What the retention policies expired at commit `at` (default the tip), and what expires next."""
+        from .read.retention import retention
+
+        return self._read(lambda scope: retention(scope, limit), at, include_expired=True)
+
+    def export(self, request: QueryRequest, fmt: str, output: str | None = None, *, at: str | None = None,
+               where: dict[str, str] | None = None, out: Any = None,
+               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Every observation `query` would match for `request` (paging aside), written to `output`
+        or the binary stream `out`; returns {"format", "output", "count"}."""
+        from .read.export import export
+
+        binding = dict(self.tenant)
+        for key, value in (where or {}).items():
+            if key in binding and binding[key] != value:
+                binding[key] = " "  # outside the binding: nothing matches (no tenant value holds a space)
+            else:
+                binding[key] = value
+        # the statements are ours (no caller's SQL): the connection may write files
+        return self._read(lambda scope: export(scope, request, fmt, output, out=out, progress=progress), at, binding,
+                          ceiling=request.max_classification, include_expired=request.include_expired, sandbox=False)
+
+
+def _ceiling(*levels: str | None) -> str | None:
+    """The most restrictive of the ceilings given (None: no ceiling)."""
+    from .format.vocabulary import CLASSIFICATION_RANK
+
+    for level in levels:
+        if level is not None and level not in CLASSIFICATION_RANK:
+            raise UsageError("--max-classification is public, internal, confidential or restricted",
+                             parameter="--max-classification")
+    given = [level for level in levels if level is not None]
+    return min(given, key=CLASSIFICATION_RANK.__getitem__) if given else None
 
 
 def _duckdb_error() -> type[BaseException]:

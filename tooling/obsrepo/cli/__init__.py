@@ -423,6 +423,8 @@ def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] 
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
 @click.option("--include-retracted", is_flag=True, help="Also list observations that were retracted.")
 @click.option("--committed-only", is_flag=True, help="Leave out a running watcher's uncommitted drafts.")
+@click.option("--include-expired", is_flag=True, help="Also list observations that retention expired.")
+@click.option("--unweighted", is_flag=True, help="--text ranks by BM25 alone, without feedback weights.")
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many (1..1000).")
 @click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first (for the next page).")
 @click.option("--order", type=click.Choice(["desc", "asc"]), default="desc", show_default=True,
@@ -435,7 +437,7 @@ def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] 
 def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after: str | None, before: str | None,
           entity: str | None, org: str | None, project: str | None, agent: str | None, user: str | None,
           max_classification: str | None, text: str | None, at: str | None, include_retracted: bool,
-          committed_only: bool, limit: int,
+          committed_only: bool, include_expired: bool, unweighted: bool, limit: int,
           offset: int, order: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
     """Observations that match every filter given, newest first.
 
@@ -447,6 +449,7 @@ def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after:
 
     request = QueryRequest(
         scopes=scopes, type=type_, source=source, entity=entity, text=text, include_retracted=include_retracted,
+        include_expired=include_expired, unweighted=unweighted,
         after=parse_time(after, "--after") if after else None, before=parse_time(before, "--before") if before else None,
         max_classification=max_classification, limit=limit, offset=offset, order=order,
     )
@@ -550,12 +553,14 @@ def sql(statement: str, output_format: str, timeout: float, memory_limit: str, i
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
 @click.option("--as-of", metavar="TIME", help="Only observations with timestamp ≤ TIME (valid time).")
 @click.option("--explain", is_flag=True, help="Every candidate value per field, and the rule that decided.")
+@click.option("--max-classification", type=click.Choice(CLASSIFICATIONS), help="Leave out anything classified above this level.")
+@click.option("--include-expired", is_flag=True, help="Also count observations that retention expired.")
 @click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
               help="json: the snapshot object; text: one line per field with its source.")
 @read_options
 @handled
-def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, output_format: str,
-             tenant: str | None, index_path: str | None) -> int:
+def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, max_classification: str | None,
+             include_expired: bool, output_format: str, tenant: str | None, index_path: str | None) -> int:
     """ENTITY as its observations say it is, field by field.
 
     ENTITY is type/key (company/acme); each field comes with the observation it came from.
@@ -563,7 +568,8 @@ def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, outp
     corrections win over everything else, retracted observations do not count, and an entity
     merged into another (DUPLICATE_OF) answers with the survivor.
     """
-    result = _repository(index_path, tenant).snapshot(entity, at=at, as_of=as_of, explain=explain)
+    result = _repository(index_path, tenant).snapshot(entity, at=at, as_of=as_of, explain=explain,
+                                                      max_classification=max_classification, include_expired=include_expired)
     if output_format == "json":
         _emit_json(result)
     else:
@@ -577,17 +583,20 @@ def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, outp
 @click.argument("entity")
 @click.argument("field")
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
+@click.option("--max-classification", type=click.Choice(CLASSIFICATIONS), help="Leave out anything classified above this level.")
+@click.option("--include-expired", is_flag=True, help="Also count observations that retention expired.")
 @click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
               help="json: one object; text: one line per key.")
 @read_options
 @handled
-def provenance(entity: str, field: str, at: str | None, output_format: str, tenant: str | None,
-               index_path: str | None) -> int:
+def provenance(entity: str, field: str, at: str | None, max_classification: str | None, include_expired: bool,
+               output_format: str, tenant: str | None, index_path: str | None) -> int:
     """Where FIELD of ENTITY's snapshot came from.
 
     The winning observation, its file, the commit that added it, its author, and the rule that decided.
     """
-    result = _repository(index_path, tenant).provenance(entity, field, at=at)
+    result = _repository(index_path, tenant).provenance(entity, field, at=at, max_classification=max_classification,
+                                                        include_expired=include_expired)
     if output_format == "json":
         _emit_json(result)
     else:
@@ -716,19 +725,22 @@ def related(entity: str, types: tuple[str, ...], direction: str, hops: int, at: 
 @click.option("--before", help="Before this time (exclusive).")
 @click.option("--limit", type=int, default=1000, show_default=True, help="At most this many (1..1000).")
 @click.option("--offset", type=int, default=0, help="Skip this many first (for the next page).")
+@click.option("--max-classification", type=click.Choice(CLASSIFICATIONS), help="Leave out anything classified above this level.")
 @at_option
 @json_or_text
 @read_options
 @handled
 def timeline(entity: str | None, event_type: str | None, after: str | None, before: str | None, limit: int, offset: int,
-             at: str | None, output_format: str, tenant: str | None, index_path: str | None) -> int:
+             max_classification: str | None, at: str | None, output_format: str, tenant: str | None,
+             index_path: str | None) -> int:
     """Events from date fields and observation times, newest first.
 
     A snapshot field holding an ISO date (invoice_date → InvoiceIssued) is an event, and so is
     each observation at its own timestamp (with its type).
     """
     result = _repository(index_path, tenant).timeline(entity=entity, event_type=event_type, after=after, before=before,
-                                                      limit=limit, offset=offset, at=at)
+                                                      limit=limit, offset=offset, at=at,
+                                                      max_classification=max_classification)
     return _json_out(result, output_format)
 
 
@@ -830,4 +842,5 @@ def mcp_command(transport: str, host: str, port: int, tenant: str | None, index_
     return errors.EXIT_OK
 
 
+from . import steward as _steward  # noqa: E402,F401 - registers the stewardship commands (docs/design.md §14)
 from . import write as _write  # noqa: E402,F401 - registers correct, retract, relate, merge

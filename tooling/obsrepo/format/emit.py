@@ -78,15 +78,16 @@ def _block(key: str, value: Any, indent: int, out: list[str]) -> None:
         out.append(f"{pad}{_key(key)}: {_flow(value)}")
 
 
-def front_matter(front: dict[str, Any]) -> str:
-    """The YAML lines of a front matter, keys in the documented order, extensions last."""
+def front_matter(front: dict[str, Any], as_given: bool = False) -> str:
+    """The YAML lines of a front matter, keys in the documented order, extensions last (or in
+    the order given: an edited comprehension keeps its author's order)."""
     order = {k: i for i, k in enumerate(KEY_ORDER)}
     out: list[str] = []
-    for key in sorted(front, key=lambda k: (order.get(k, len(order)), k)):
+    for key in (list(front) if as_given else sorted(front, key=lambda k: (order.get(k, len(order)), k))):
         _block(key, front[key], 0, out)
     return "\n".join(out) + "\n"
 
 
-def document(front: dict[str, Any], body: str) -> str:
+def document(front: dict[str, Any], body: str, as_given: bool = False) -> str:
     body = body.replace("\r\n", "\n").rstrip()
-    return "---\n" + front_matter(front) + "---\n" + (f"\n{body}\n" if body else "")
+    return "---\n" + front_matter(front, as_given) + "---\n" + (f"\n{body}\n" if body else "")

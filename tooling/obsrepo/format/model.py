@@ -29,7 +29,7 @@ from ..times import (
     TIMESTAMP_PATTERN,
     format_timestamp,  # noqa: F401 - re-exported for the readers' convenience
 )
-from .vocabulary import CLASSIFICATIONS, CORRECTION_PRIORITY, DEFAULT_PRIORITY
+from .vocabulary import CLASSIFICATIONS, CORRECTION_PRIORITY, DEFAULT_PRIORITY, FEEDBACK_OUTCOMES
 
 OBSERVATION_SPEC = "observation/v1"
 COMPREHENSION_SPEC = "comprehension/v1"
@@ -189,6 +189,23 @@ class Relation(_Strict):
 
 Classification = Literal["public", "internal", "confidential", "restricted"]
 assert get_args(Classification) == CLASSIFICATIONS  # the ladder is defined once, in vocabulary
+Outcome = Literal["accepted", "rejected", "rework", "misleading"]
+assert get_args(Outcome) == FEEDBACK_OUTCOMES
+
+
+class Feedback(_Strict):
+    """How useful the target observation was in a session (docs/design.md §14)."""
+
+    target: Annotated[str, Field(pattern=OBSERVATION_ID, max_length=96)]
+    outcome: Outcome
+    session: Text | None = None
+
+
+class Reclassify(_Strict):
+    """Raise the classification of earlier observations (never lowers it)."""
+
+    targets: IdList
+    classification: Classification
 
 
 class Observation(_Strict):
@@ -220,6 +237,8 @@ class Observation(_Strict):
     data: Json = None
     context: dict[str, Any] | None = None
     trace_ref: Text | None = None
+    feedback: Feedback | None = None
+    reclassify: Reclassify | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Observation:

@@ -31,6 +31,11 @@ RULES: dict[str, tuple[str, str]] = {
     "corrects-target": (errors.REF_NOT_FOUND, "repository"),
     "retracts-target": (errors.REF_NOT_FOUND, "repository"),
     "citation": (errors.REF_NOT_FOUND, "repository"),
+    "feedback-target": (errors.REF_NOT_FOUND, "repository"),
+    "reclassify-target": (errors.REF_NOT_FOUND, "repository"),
+    # a warning, never a failure: the index applies the higher level anyway
+    "classification-below-content": (V, "classification"),
+    "retention-policy": (V, "retention"),
     "relation-target": (errors.ENTITY_NOT_FOUND, "repository"),
     "relation-cycle": (errors.CYCLE_DETECTED, "repository"),
     "merged-twice": (errors.ENTITY_ALREADY_MERGED, "repository"),

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import errors
+from .classify import content_classification, most_restrictive
 from .document import Document, read_document
 from .model import (
     COMPREHENSION_ID,
@@ -22,6 +23,7 @@ from .model import (
 )
 from .report import Issue
 from .rules import Analysis, content_hash, kind_of
+from .vocabulary import CLASSIFICATION_RANK
 
 # pydantic's own error types → our stable rule names
 _RULES = {
@@ -95,13 +97,15 @@ def _json(value: Any) -> str | None:
 def observation_record(obs: Observation, body: str, extensions: dict[str, Any], digest: str) -> dict[str, Any]:
     """One observation as the index stores it: plain values, JSON text for nested data."""
     tenant = obs.tenant_mapping
+    body = body.lstrip("\n").rstrip()
+    feedback, reclassify = obs.feedback, obs.reclassify
     return {
         "id": obs.id,
         "timestamp": obs.timestamp,
         "source": obs.source,
         "event": obs.event,
         "type": obs.type,
-        "body": body.lstrip("\n").rstrip(),
+        "body": body,
         "scope": list(obs.scope or []),
         "entity": obs.entity,
         "entity_type": obs.entity.split("/", 1)[0] if obs.entity else None,
@@ -115,7 +119,15 @@ def observation_record(obs: Observation, body: str, extensions: dict[str, Any], 
         "tenant_project": tenant.get("project"),
         "tenant_agent": tenant.get("agent"),
         "tenant_user": tenant.get("user"),
-        "classification": obs.classification,
+        # the ladder: the declared value raised by the content rules (reclassify documents are
+        # folded in when the index is read, docs/design.md §14)
+        "classification": most_restrictive(obs.classification, content_classification(obs.event, body, obs.source_ref)),
+        "declared_classification": obs.classification,
+        "feedback_target": feedback.target if feedback else None,
+        "feedback_outcome": feedback.outcome if feedback else None,
+        "feedback_session": feedback.session if feedback else None,
+        "reclassify_targets": list(reclassify.targets) if reclassify else [],
+        "reclassify_rank": CLASSIFICATION_RANK[reclassify.classification] if reclassify else None,
         "source_ref": obs.source_ref,
         "interpretation": obs.interpretation,
         "data": _json(obs.data),
@@ -200,6 +212,10 @@ def _item_locs(doc: Document, key: str, count: int) -> list:
     return [doc.loc((key, i)) for i in range(count)]
 
 
+def _item_locs_at(doc: Document, key: tuple, count: int) -> list:
+    return [doc.loc((*key, i)) for i in range(count)]
+
+
 def _observation_facts(doc: Document, obs: Observation) -> dict[str, Any]:
     relations = obs.relations or []
     return {
@@ -212,8 +228,14 @@ def _observation_facts(doc: Document, obs: Observation) -> dict[str, Any]:
         "retracts": obs.retracts or [],
         "relations": [[r.type, r.target] for r in relations],
         "hash": content_hash(doc.front, doc.body),  # type: ignore[arg-type]
+        "feedback": obs.feedback.target if obs.feedback else None,
+        "reclassify": list(obs.reclassify.targets) if obs.reclassify else [],
+        "declared_class": obs.classification,
+        "content_class": content_classification(obs.event, doc.body.lstrip("\n").rstrip(), obs.source_ref),
         "loc": {
-            **_locs(doc, "id", "spec", "entity", "corrects", "retracts"),
+            **_locs(doc, "id", "spec", "entity", "corrects", "retracts", "classification", "event"),
+            **({"feedback": doc.loc(("feedback", "target"))} if obs.feedback else {}),
+            "reclassify_items": _item_locs_at(doc, ("reclassify", "targets"), len(obs.reclassify.targets) if obs.reclassify else 0),
             "corrects_items": _item_locs(doc, "corrects", len(obs.corrects or [])),
             "retracts_items": _item_locs(doc, "retracts", len(obs.retracts or [])),
             "relations_items": _item_locs(doc, "relations", len(relations)),

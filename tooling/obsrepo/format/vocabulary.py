@@ -31,3 +31,12 @@ QUERY_MODES = ("short", "full", "json", "jsonl")
 
 # relation types that stay acyclic, each within its own type
 ACYCLIC_RELATIONS = ("PART_OF", "DEPENDS_ON")
+
+# feedback on an observation (docs/design.md §14): `accepted` is the one success
+FEEDBACK_OUTCOMES = ("accepted", "rejected", "rework", "misleading")
+
+# a comprehension's confidence, least first
+CONFIDENCES = ("unknown", "low", "medium", "high")
+
+# the retention file (docs/design.md §14)
+RETENTION_PATH = "schemas/retention.yaml"

@@ -91,7 +91,9 @@ def apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None] 
         report.issues.extend(analysis.issues)
         report.issues.extend(place(path, analysis))
     report.issues.extend(graph.repository_rules(analyses, added))
+    report.issues.extend(graph.classification_warnings(analyses))
     report.issues.extend(_entity_schemas(plan.root))
+    report.issues.extend(_retention(plan.root))
     report.issues.extend(changed)
 
     if plan.wanted is None:
@@ -128,7 +130,7 @@ def _check_outside(plan: CheckPlan, analyses: dict[str, Analysis], report: Repor
         if data is None:
             report.issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "file-missing", "no such document"))
             continue
-        if path.startswith(ENTITY_SCHEMAS):  # not a document: `_entity_schemas` reports its problems
+        if path.startswith(ENTITY_SCHEMAS) or path == "schemas/retention.yaml":  # not a document: reported below
             report.checked += 1
             continue
         analysis = analyze(path, data)
@@ -218,6 +220,24 @@ def _entity_schemas(root: str) -> list[Issue]:
             continue
         issues.extend(read_entity_schema(path, data)[1])
     return issues
+
+
+def _retention(root: str) -> list[Issue]:
+    """`schemas/retention.yaml` must be valid retention/v1 (docs/design.md §14)."""
+    from ..format.vocabulary import RETENTION_PATH
+
+    full = os.path.join(root, RETENTION_PATH)
+    if not os.path.lexists(full):
+        return []
+    from ..format.retention import RULE, read_retention
+
+    try:
+        with open(full, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return [Issue(RETENTION_PATH, 1, 1, errors.VALIDATION_ERROR, RULE,
+                      f"the retention file cannot be read as a file ({exc.strerror or exc})")]
+    return read_retention(RETENTION_PATH, data)[1]
 
 
 def _wanted_paths(root: str, cwd: str, paths: tuple[str, ...]) -> set[str] | None:

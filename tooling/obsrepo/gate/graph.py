@@ -34,6 +34,7 @@ def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = Non
     issues += _duplicate_content(observations, added)
     by_id = {f["id"]: (p, f) for p, f in observations}
     issues += _references(observations, by_id)
+    issues += _stewardship_targets(observations, by_id)
     retracted = {target for _, f in observations for target in f["retracts"] if target in by_id}
     live = [(p, f) for p, f in observations if f["id"] not in retracted]
     issues += _relation_targets(live)
@@ -104,6 +105,56 @@ def _references(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[st
                 elif hit is None or hit[1]["tenant"] != facts["tenant"]:
                     issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, f"{key}-target",
                                         f"`{key}` names '{target}', which does not exist in this tenant"))
+    return issues
+
+
+def _stewardship_targets(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+    """`feedback.target` must be an observation visible to the author's tenant; `reclassify`
+    targets observations of the same tenant (as `retracts` does)."""
+    issues = []
+    for path, facts in observations:
+        target = facts.get("feedback")
+        if target is not None:
+            hit = by_id.get(target)
+            if target == facts["id"]:
+                line, col = facts["loc"].get("feedback", (1, 1))
+                issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                    "an observation cannot give feedback on itself"))
+            elif hit is None or not visible(hit[1]["tenant"], facts["tenant"]):
+                line, col = facts["loc"].get("feedback", (1, 1))
+                issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "feedback-target",
+                                    f"`feedback.target` names '{target}', which does not exist in this tenant"))
+        for index, target in enumerate(facts.get("reclassify") or ()):
+            items = facts["loc"].get("reclassify_items") or []
+            line, col = items[index] if index < len(items) else (1, 1)
+            hit = by_id.get(target)
+            if target == facts["id"]:
+                issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                    "an observation cannot reclassify itself"))
+            elif hit is None or hit[1]["tenant"] != facts["tenant"]:
+                issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "reclassify-target",
+                                    f"`reclassify` names '{target}', which does not exist in this tenant"))
+    return issues
+
+
+def classification_warnings(analyses: dict[str, Analysis]) -> list[Issue]:
+    """A declared classification below what the content rules ask for: a warning (the index
+    applies the higher level anyway, docs/design.md §14)."""
+    from ..format.report import WARNING
+    from ..format.vocabulary import CLASSIFICATION_RANK
+
+    issues = []
+    for path in sorted(analyses):
+        facts = analyses[path].facts
+        if facts is None or facts["kind"] != "observation" or "content_class" not in facts:
+            continue
+        declared, content = facts["declared_class"], facts["content_class"]
+        if CLASSIFICATION_RANK[declared] < CLASSIFICATION_RANK[content]:
+            line, col = facts["loc"].get("classification") or facts["loc"].get("event", (1, 1))
+            issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "classification-below-content",
+                                f"declared {declared}, but the content calls for {content} (a secret, a personal "
+                                f"or card data word, or a secret path in source_ref); it is treated as {content}",
+                                WARNING))
     return issues
 
 

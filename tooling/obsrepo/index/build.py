@@ -25,6 +25,7 @@ from .plan import UpdatePlan, plan_update
 from .rows import SMALL_BATCH, TOKENS, arrow_table, insert_rows, utc
 from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .store import IndexFiles, damage_errors, load_fts, publish, unwritable, without_pandas
+from .weights import refresh_weights
 
 PARALLEL_THRESHOLD = 2000
 
@@ -132,6 +133,7 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
         if strict and result.problems:
             raise StrictFailure
         refresh_snapshots(git, con, target, result)
+        refresh_weights(git, con, target)
         if existing is None:
             con.execute(VIEWS)  # a copy of the same format has them already
         con.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?), ('format_version', ?)", [target, FORMAT_VERSION])

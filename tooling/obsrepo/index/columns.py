@@ -23,6 +23,11 @@ OBS_VERSIONS: list[tuple[str, str, bool]] = [
     ("author_email", "VARCHAR", True), ("committed_at", "TIMESTAMP", True),
     # retracts something or merges (DUPLICATE_OF): the reducer reads these first
     ("special", "BOOLEAN", True),
+    # stewardship (docs/design.md §14): `classification` above is the declared value raised by
+    # the content rules; feedback and reclassify documents are folded in when read
+    ("declared_classification", "VARCHAR", True), ("feedback_target", "VARCHAR", False),
+    ("feedback_outcome", "VARCHAR", False), ("feedback_session", "VARCHAR", False),
+    ("reclassify_targets", "VARCHAR[]", True), ("reclassify_rank", "TINYINT", False),
 ]
 COMP_VERSIONS: list[tuple[str, str, bool]] = [
     ("row_id", "BIGINT", True), ("added_seq", "INTEGER", True), ("removed_seq", "INTEGER", True),
@@ -43,7 +48,8 @@ OBSERVATION = ["id", "timestamp", "source", "event", "type", "body", "scope", "e
                "priority", "specificity", "corrects", "retracts", "relations", "tenant_org", "tenant_project",
                "tenant_agent", "tenant_user", "classification", "source_ref", "interpretation", "data", "context",
                "trace_ref", "extensions", "content_hash", "path", "blob", "commit", "author", "author_email",
-               "committed_at"]
+               "committed_at", "declared_classification", "feedback_target", "feedback_outcome", "feedback_session",
+               "reclassify_targets"]
 
 OBS_COLUMNS = [name for name, _type, _nn in OBS_VERSIONS]
 COMP_COLUMNS = [name for name, _type, _nn in COMP_VERSIONS]

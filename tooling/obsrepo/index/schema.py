@@ -6,7 +6,7 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 from ..format.vocabulary import CLASSIFICATION_RANK  # noqa: F401 - re-exported
 from .columns import COMP_VERSIONS, OBS_VERSIONS, OBSERVATION, RECORD_COLUMNS, column_list, ddl
 
-FORMAT_VERSION = "4"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
+FORMAT_VERSION = "5"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 
 TABLES = f"""
@@ -26,6 +26,12 @@ CREATE TABLE obs_doclen (row_id BIGINT NOT NULL, doc_len INTEGER NOT NULL);
 CREATE TABLE entity_snapshots (  -- at the indexed commit, over every tenant (see entity_table)
     entity_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, snapshot JSON NOT NULL, provenance JSON NOT NULL,
     observation_count INTEGER NOT NULL, last_observation_at TIMESTAMP, deleted BOOLEAN NOT NULL
+);
+-- feedback folded at the indexed commit, over every tenant (see weights)
+CREATE TABLE observation_weights (observation_id VARCHAR NOT NULL, weight DOUBLE NOT NULL, feedback_count INTEGER NOT NULL);
+CREATE TABLE observation_weight_history (
+    observation_id VARCHAR NOT NULL, feedback_id VARCHAR NOT NULL, session VARCHAR, outcome VARCHAR NOT NULL,
+    previous_weight DOUBLE NOT NULL, new_weight DOUBLE NOT NULL, alpha DOUBLE NOT NULL, "commit" VARCHAR NOT NULL
 );
 CREATE TABLE problems (
     added_seq INTEGER NOT NULL, removed_seq INTEGER NOT NULL, path VARCHAR NOT NULL, blob VARCHAR NOT NULL,

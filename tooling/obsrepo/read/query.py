@@ -34,6 +34,8 @@ class QueryRequest:
     max_classification: str | None = None
     text: str | None = None
     include_retracted: bool = False
+    include_expired: bool = False  # keep what retention expired (docs/design.md §14)
+    unweighted: bool = False  # --text ranks by BM25 alone (docs/design.md §14)
     limit: int = 50
     offset: int = 0
     order: str = "desc"
@@ -120,10 +122,12 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
         else:  # past the last page
             total = scope.one(f"SELECT count(*) FROM ({matching})", params)[0]
     records = fetch_records(scope, [row_id for row_id, _ in page])
+    weights = _weights_of(scope, [records[row_id]["id"] for row_id, _ in page]) if request.text else {}
     observations = []
     for row_id, score in page:
         record = records[row_id]
         if request.text:
+            record["weight"] = weights.get(record["id"], 1.0)
             record["score"] = score
         observations.append(record)
     return {
@@ -163,14 +167,33 @@ def fetch_records(scope: ReadScope, row_ids: list[int]) -> dict[int, dict[str, A
             found[row[0]] = _record(row[1:], False)
             if ids is drafts:
                 found[row[0]]["uncommitted"] = True
+    if scope.raised is not None and row_ids:  # a reclassify document raised some: records say the effective level
+        from ..format.vocabulary import CLASSIFICATIONS
+
+        for row_id, rank in scope.rows(f"SELECT row_id, rank FROM {scope.raised} WHERE list_contains(?::BIGINT[], row_id)",
+                                       [row_ids]):
+            if row_id in found:
+                found[row_id]["classification"] = CLASSIFICATIONS[rank]
     return found
+
+
+def _weights_of(scope: ReadScope, ids: list[str]) -> dict[str, float]:
+    if not ids:
+        return {}
+    return dict(scope.rows(f"SELECT observation_id, weight FROM {scope.weights()} "
+                           "WHERE list_contains(?::VARCHAR[], observation_id)", [ids]))
 
 
 def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequest,
                order: str) -> tuple[list[tuple[int, float | None]], int]:
     """BM25 over the matching observations: N and the mean length are theirs, so another
-    tenant's documents (or any filtered-out ones) never change a score."""
+    tenant's documents (or any filtered-out ones) never change a score. Ranked by the score
+    times the observation's feedback weight (1.0 without feedback) unless `unweighted`."""
     tokens = TOKENS.format("?")
+    if request.unweighted:
+        weight, join = "1.0", ""
+    else:
+        weight, join = "coalesce(w.weight, 1.0)", f" LEFT JOIN {scope.weights()} AS w ON w.observation_id = v.id"
     sql = f"""
     WITH v AS ({matching}),
     q AS (SELECT DISTINCT stem(t, 'porter') AS term FROM (SELECT unnest({tokens}) AS t) WHERE t <> ''),
@@ -183,8 +206,8 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
                * h.tf * {K1 + 1} / (h.tf + {K1} * (1 - {B} + {B} * h.doc_len / greatest(stats.avgdl, 1)))), 6) AS score
         FROM hits h JOIN df USING (term), stats GROUP BY h.row_id
     ),
-    ranked AS (SELECT s.row_id, s.score, v.timestamp, v.id FROM scored s JOIN v USING (row_id))
-    SELECT row_id, score, (SELECT count(*) FROM ranked) FROM ranked ORDER BY score DESC, {order} LIMIT ? OFFSET ?
+    ranked AS (SELECT s.row_id, s.score, s.score * {weight} AS ranking, v.timestamp, v.id FROM scored s JOIN v USING (row_id){join})
+    SELECT row_id, score, (SELECT count(*) FROM ranked) FROM ranked ORDER BY ranking DESC, {order} LIMIT ? OFFSET ?
     """
     rows = scope.rows(sql, params + [request.text, request.limit, request.offset])
     if rows:

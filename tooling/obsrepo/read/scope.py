@@ -7,7 +7,10 @@ temporary views are private to it) in which the tables that hold observation row
 the caller's rows: it cannot reach another tenant's by forgetting a filter, because it never
 writes one. Relations a reader uses:
 
-    visible          observations present in the tree of `at_commit`, within the binding
+    visible          observations present in the tree of `at_commit`, within the binding, as
+                     stewardship leaves them (docs/design.md §14): classifications raised by
+                     reclassify documents, expired rows and rows above the caller's ceiling out
+    visible_all      the same before stewardship (every row of the commit within the binding)
     visible_terms    BM25 terms of those rows (row_id, term, tf)
     visible_doclen   their token counts (row_id, doc_len)
     visible_records  their printed columns, by row id
@@ -45,13 +48,19 @@ class ReadScope:
     """A commit view + a tenant binding + a connection. Close it when the request is done."""
 
     def __init__(self, con: Any, git: Git, at_commit: str | None = None, tenant: Mapping[str, str] | None = None,
-                 overlay: bool = False) -> None:
+                 overlay: bool = False, *, ceiling: str | None = None, include_expired: bool = False) -> None:
         """`at_commit`: a full sha (default: the indexed commit). With `overlay`, the indexed
         commit's `visible` also holds a running watcher's uncommitted drafts, when the
-        connection has them attached (store.attach_overlay; records then say `uncommitted`)."""
+        connection has them attached (store.attach_overlay; records then say `uncommitted`).
+        `ceiling`: the most restrictive classification the caller may read; `include_expired`:
+        keep what retention expired."""
         self.con = con.cursor()
         self.git = git
         self.tenant: dict[str, str] = dict(tenant or {})
+        self.ceiling = ceiling
+        self.include_expired = include_expired
+        self._weights: str | None = None
+        self.raised: str | None = None  # a temporary table (row_id, rank) of classifications raised by reclassify
         self.at_commit = ""
         self.indexed_commit: str = self.con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
         self.drafts = overlay and self.one(
@@ -101,9 +110,40 @@ class ReadScope:
         else:
             self._overlay(at_commit)
         self.at_commit = at_commit
+        self._weights = None
+        from ..index.stewardship import effective_relation
+
+        effective, self.raised = effective_relation(self.con, self.git, at_commit, "visible_all", prefix="scope", ceiling=self.ceiling,
+                                       include_expired=self.include_expired)
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW visible AS {effective}")
+
+    @property
+    def unfiltered(self) -> bool:
+        """Whether `visible` is what the index's own tables describe: the indexed commit, no
+        binding, no ceiling, the default retention."""
+        return (not self.tenant and self.ceiling is None and not self.include_expired
+                and self.at_commit == self.indexed_commit)
+
+    def weights(self) -> str:
+        """The relation (observation_id, weight, feedback_count) of the feedback this caller
+        sees at this commit: the stored table when it describes exactly that, else folded now."""
+        if self._weights is None:
+            if self.unfiltered:
+                self._weights = "observation_weights"
+            else:
+                from ..index.weights import feedback_events, fold
+
+                weights, _ = fold(feedback_events(self.con, "visible"))
+                self.con.execute("CREATE OR REPLACE TEMP TABLE scope_weights (observation_id VARCHAR, weight DOUBLE, "
+                                 "feedback_count INTEGER)")
+                if weights:
+                    self.con.executemany("INSERT INTO scope_weights VALUES (?, ?, ?)",
+                                         [(k, w, n) for k, (w, n) in sorted(weights.items())])
+                self._weights = "scope_weights"
+        return self._weights
 
     def _views(self, visible: str, terms: str, doclen: str, records: str) -> None:
-        bodies = (("visible", visible), ("visible_terms", terms), ("visible_doclen", doclen), ("visible_records", records))
+        bodies = (("visible_all", visible), ("visible_terms", terms), ("visible_doclen", doclen), ("visible_records", records))
         self.con.execute(";".join(
             f"CREATE OR REPLACE TEMP VIEW {name} AS "
             + (body if body.lstrip().upper().startswith("SELECT") else f"SELECT * FROM {body}")
@@ -129,10 +169,10 @@ class ReadScope:
 
         seq = build_overlay(self.con, self.git, self.indexed_commit, at_commit)
         mine = f"SELECT * FROM overlay_obs WHERE {tenant_clause(self.tenant)}"
-        overlay_ids = "row_id IN (SELECT row_id FROM visible)"
+        overlay_ids = "row_id IN (SELECT row_id FROM visible_all)"
         if seq is None:
             self._views(mine, f"SELECT * FROM overlay_terms WHERE {overlay_ids}",
-                        f"SELECT * FROM overlay_doclen WHERE {overlay_ids}", "SELECT * FROM visible")
+                        f"SELECT * FROM overlay_doclen WHERE {overlay_ids}", "SELECT * FROM visible_all")
             return
         from ..index.schema import RECORD_COLUMNS
 

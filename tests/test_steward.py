@@ -1,0 +1,353 @@
+"""Stewardship and belief updates (docs/design.md §14): feedback weights, classification,
+retention, export and comprehension updates, on real repositories and real indexes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from helpers import comprehension, hermetic, observation
+from obsrepo.api import Repository
+from obsrepo.format.classify import content_classification
+from obsrepo.index.weights import fold
+from obsrepo.read.query import QueryRequest
+from obsrepo.write.comprehend import TRANSITIONS, next_confidence
+
+TARGET = "obs-20260201-090000-0001"
+
+
+def _feedback(n: int, outcome: str, target: str = TARGET, minute: int | None = None, **front) -> observation:
+    stamp = f"2026-02-02T10:{minute if minute is not None else n:02d}:00Z"
+    return observation(f"obs-20260202-10{minute if minute is not None else n:02d}00-{n:04d}", stamp, type="feedback",
+                       feedback={"target": target, "outcome": outcome, "session": f"s-{n}"}, **front)
+
+
+def _weights(api: Repository) -> dict[str, tuple[float, int]]:
+    return {row[0]: (row[1], row[2]) for row in api.sql("SELECT * FROM observation_weights ORDER BY 1")[1]}
+
+
+# --- feedback weights -------------------------------------------------------------------------
+
+SEQUENCE = ["accepted", "rejected", "misleading", "misleading", "misleading", "accepted", "rework"]
+# by hand: w' = w(1-a) + s·a; a = .1 accepted, .15 otherwise, doubled from the third misleading on
+BY_HAND = [1.0 * 0.9 + 0.1,            # accepted: 1.0
+           1.0 * 0.85,                 # rejected: 0.85
+           0.85 * 0.85,                # misleading #1: 0.7225
+           0.7225 * 0.85,              # misleading #2: 0.614125
+           0.614125 * 0.7,             # misleading #3, doubled: 0.4298875
+           0.4298875 * 0.8 + 0.2,      # accepted, doubled: 0.543910
+           0.543910 * 0.7]             # rework, doubled: 0.380737
+ALPHAS = [0.1, 0.15, 0.15, 0.15, 0.3, 0.2, 0.3]
+
+
+def test_the_fold_matches_a_hand_computation():
+    weights, history = fold((TARGET, f"f{i}", None, outcome, "c") for i, outcome in enumerate(SEQUENCE))
+    assert [h[5] for h in history] == pytest.approx(BY_HAND, abs=1e-9)
+    assert [h[6] for h in history] == pytest.approx(ALPHAS, abs=1e-12)
+    assert weights[TARGET][0] == pytest.approx(0.380737, abs=1e-9) and weights[TARGET][1] == 7
+
+
+def test_the_index_folds_feedback_commit_by_commit(repo):
+    repo.add(observation(TARGET, event="invoice paid late", body="the payment came late"))
+    repo.commit("target")
+    for n, outcome in enumerate(SEQUENCE, 1):
+        repo.add(_feedback(n, outcome))
+        repo.commit(f"feedback {n}")
+    with hermetic(repo.env):
+        api = Repository(str(repo.path))
+        api.index()
+        assert _weights(api)[TARGET] == (pytest.approx(BY_HAND[-1], abs=1e-9), 7)
+        history = api.sql("SELECT alpha, previous_weight, new_weight, outcome, session FROM observation_weight_history")[1]
+        assert [h[0] for h in history] == pytest.approx(ALPHAS)
+        assert [h[2] for h in history] == pytest.approx(BY_HAND, abs=1e-9)
+        page = api.query(QueryRequest(text="payment late"))
+        assert page["observations"][0]["weight"] == pytest.approx(BY_HAND[-1], abs=1e-9)
+        # an older commit has the weights of that commit
+        old = api.query(QueryRequest(text="payment late"), at="HEAD~5")
+        assert old["observations"][0]["weight"] == pytest.approx(BY_HAND[1], abs=1e-9)
+
+
+def test_merged_branches_fold_like_a_linear_history(make_repo):
+    outcomes = {"a": ("misleading", 1), "b": ("misleading", 2), "c": ("misleading", 3), "d": ("accepted", 4)}
+
+    def add(repo, key):
+        outcome, n = outcomes[key]
+        repo.add(_feedback(n, outcome))
+        repo.commit(key)
+
+    merged, linear = make_repo("merged"), make_repo("linear")
+    for repo in (merged, linear):
+        repo.add(observation(TARGET))
+        repo.commit("target")
+    # merged: main gets a; a side branch gets b and c; then d on main after the merge
+    merged.git("checkout", "-q", "-b", "side")
+    add(merged, "b")
+    add(merged, "c")
+    merged.git("checkout", "-q", "main")
+    add(merged, "a")
+    merged.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+    add(merged, "d")
+    for key in "abcd":  # the order the merged first-parent chain gives: a, (b, c by timestamp), d
+        add(linear, key)
+    results = []
+    for repo in (merged, linear):
+        with hermetic(repo.env):
+            api = Repository(str(repo.path))
+            api.index()
+            results.append(_weights(api))
+    assert results[0] == results[1]
+    assert results[0][TARGET][0] == pytest.approx(0.85 * 0.85 * 0.7 * 0.8 + 0.2, abs=1e-9)
+
+
+def test_retracted_and_invisible_feedback_does_not_count(repo):
+    repo.add(observation(TARGET, tenant={"org": "acme", "project": "web"}, event="deploy notes", body="deploy"))
+    repo.add(_feedback(1, "rejected", tenant={"org": "acme"}))
+    repo.add(_feedback(2, "rejected", tenant={"org": "acme", "project": "web"}))
+    repo.commit("target and feedback")
+    with hermetic(repo.env):
+        unbound = Repository(str(repo.path))
+        assert unbound.query(QueryRequest(text="deploy"))["observations"][0]["weight"] == pytest.approx(0.85 * 0.85)
+        bound = Repository(str(repo.path), tenant={"org": "acme", "project": "web"})
+        # the org-wide feedback is invisible to a caller bound to the project
+        assert bound.query(QueryRequest(text="deploy"))["observations"][0]["weight"] == pytest.approx(0.85)
+    repo.add(observation("obs-20260203-090000-0009", retracts=[_feedback(2, "rejected").id],
+                         tenant={"org": "acme", "project": "web"}))
+    repo.commit("retract one")
+    with hermetic(repo.env):
+        assert unbound.query(QueryRequest(text="deploy"))["observations"][0]["weight"] == pytest.approx(0.85)
+        assert _weights(unbound)[TARGET] == (pytest.approx(0.85), 1)
+        unweighted = unbound.query(QueryRequest(text="deploy", unweighted=True))
+        assert unweighted["observations"][0]["weight"] == pytest.approx(0.85)  # still reported
+
+
+def test_weights_rank_text_search(repo):
+    repo.add(observation("obs-20260201-090000-0001", event="printer jammed", body="printer"),
+             observation("obs-20260201-090000-0002", event="printer jammed", body="printer again"))
+    repo.commit("two")
+    with hermetic(repo.env):
+        api = Repository(str(repo.path))
+        before = [o["id"] for o in api.query(QueryRequest(text="printer"))["observations"]]
+        target = before[0]
+        for n in range(1, 4):
+            repo.add(_feedback(n, "misleading", target=target))
+        repo.commit("feedback")
+        after = [o["id"] for o in api.query(QueryRequest(text="printer"))["observations"]]
+        assert after == before[::-1]
+        assert [o["id"] for o in api.query(QueryRequest(text="printer", unweighted=True))["observations"]] == before
+
+
+def test_feedback_command_writes_a_checked_document(repo):
+    repo.add(observation(TARGET, tenant={"org": "acme"}))
+    repo.commit("target")
+    proc = repo.obsrepo("feedback", TARGET, "--outcome", "accepted", "--session", "s-1", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    path = json.loads(proc.stdout)["path"]
+    text = repo.read(path)
+    assert "outcome: accepted" in text and "org: acme" in text
+    assert repo.check("--base", "HEAD").returncode == 0
+    missing = repo.obsrepo("feedback", "obs-20260201-090000-0404", "--outcome", "accepted", "--format", "json")
+    assert missing.returncode == 3 and json.loads(missing.stdout)["error"]["code"] == "REF_NOT_FOUND"
+    other = repo.obsrepo("feedback", TARGET, "--outcome", "accepted", "--tenant", "org=globex")
+    assert other.returncode == 3
+
+
+# --- classification ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("event", "body", "source_ref", "expected"), [
+    ("customer SSN on file", "", None, "restricted"),
+    ("card data", "the Credit Card number was pasted", None, "restricted"),
+    ("PII found in the export", "", None, "restricted"),
+    ("pcie card replaced", "", None, "public"),
+    ("rotated the API_KEY", "", None, "confidential"),
+    ("api-key leaked", "", None, "confidential"),
+    ("Password reset", "", None, "confidential"),
+    ("tokenize the input", "see passwords.md and secrets-manager docs", None, "public"),
+    ("a private key was generated", "", None, "public"),
+    ("a private_key was generated", "", None, "confidential"),
+    ("read the config", "", "repo/config/secrets/app.yaml", "confidential"),
+    ("read the config", "", "https://example.com/auth/login", "confidential"),
+    ("read the config", "", "deploy/.env", "confidential"),
+    ("read the config", "", "deploy/.envrc", "public"),
+    ("read the config", "", "docs/keys-and-values.md", "public"),
+])
+def test_content_rules(event, body, source_ref, expected):
+    assert content_classification(event, body, source_ref) == expected
+
+
+def test_check_warns_when_the_declared_level_is_below_the_content(repo):
+    repo.add(observation("obs-20260201-090000-0001", event="the admin password was rotated", classification="internal"),
+             observation("obs-20260201-090000-0002", event="we tokenize input"))
+    result = repo.check()
+    assert result.returncode == 0, result
+    assert result.issues == [("VALIDATION_ERROR", "classification-below-content",
+                              "observations/2026/02/01/obs-20260201-090000-0001.md")]
+    assert result.data["issues"][0]["severity"] == "warning"
+    repo.commit("docs")
+    with hermetic(repo.env):
+        api = Repository(str(repo.path))
+        page = api.query(QueryRequest(max_classification="internal"))
+        assert [o["id"] for o in page["observations"]] == ["obs-20260201-090000-0002"]
+
+
+def test_a_reclassified_observation_leaves_a_lower_ceiling_at_that_commit(repo):
+    repo.add(observation(TARGET, entity="company/acme", fields={"name": "Acme"}))
+    before = repo.commit("target")
+    repo.add(observation("obs-20260202-090000-0002", reclassify={"targets": [TARGET], "classification": "restricted"}))
+    repo.commit("reclassify")
+    assert repo.check("--base", before).returncode == 0
+    with hermetic(repo.env):
+        api = Repository(str(repo.path))
+        low = QueryRequest(max_classification="confidential")
+        assert TARGET in [o["id"] for o in api.query(low, at=before)["observations"]]
+        assert TARGET not in [o["id"] for o in api.query(low)["observations"]]
+        full = api.query(QueryRequest())["observations"]
+        assert {o["id"]: o["classification"] for o in full}[TARGET] == "restricted"
+        assert api.snapshot("company/acme", max_classification="internal", at=before)["snapshot"] == {"name": "Acme"}
+        hidden = api.snapshot("company/acme", max_classification="internal")
+        assert hidden["snapshot"] == {} and hidden["observation_count"] == 0
+        capped = Repository(str(repo.path), max_classification="internal")
+        assert TARGET not in [o["id"] for o in capped.query(QueryRequest())["observations"]]
+    proc = repo.obsrepo("reclassify", TARGET, "--to", "confidential", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert repo.check("--base", "HEAD").returncode == 0
+
+
+# --- retention --------------------------------------------------------------------------------
+
+RETENTION = "spec: retention/v1\npolicies:\n  - {type: chat.line, ttl: 30d}\n  - {classification: restricted, ttl: 365d}\n"
+
+
+def _commit_at(repo, when: str, message: str) -> str:
+    repo.env["GIT_COMMITTER_DATE"] = when
+    return repo.commit(message, allow_empty=True)
+
+
+def test_expiry_at_a_commit_and_not_at_its_parent(repo):
+    chat = observation("obs-20260201-000000-0001", "2026-02-01T00:00:00Z", type="chat.line", event="hello there")
+    kept = observation("obs-20260201-000000-0002", "2026-02-01T00:00:00Z", type="note", event="a note")
+    repo.add(chat, kept)
+    repo.write("schemas/retention.yaml", RETENTION)
+    parent = _commit_at(repo, "2026-03-02T23:59:59+00:00", "before")
+    expiring = _commit_at(repo, "2026-03-03T00:00:00+00:00", "at the ttl")
+    assert repo.check().returncode == 0
+    with hermetic(repo.env):
+        api = Repository(str(repo.path))
+        ids = lambda page: [o["id"] for o in page["observations"]]  # noqa: E731
+        assert ids(api.query(QueryRequest(order="asc"), at=parent)) == [chat.id, kept.id]
+        assert ids(api.query(QueryRequest(order="asc"), at=expiring)) == [kept.id]
+        assert ids(api.query(QueryRequest(order="asc", include_expired=True))) == [chat.id, kept.id]
+        now = api.retention()
+        assert [e["id"] for e in now["expired"]] == [chat.id] and now["expired"][0]["expires_at"] == "2026-03-03T00:00:00Z"
+        earlier = api.retention(at=parent)
+        assert earlier["total_expired"] == 0 and [e["id"] for e in earlier["upcoming"]] == [chat.id]
+    bad = repo.write("schemas/retention.yaml", "spec: retention/v1\npolicies:\n  - {ttl: 30 days}\n")
+    assert bad.exists()
+    result = repo.check()
+    assert result.returncode == 1 and ("VALIDATION_ERROR", "retention-policy", "schemas/retention.yaml") in result.issues
+
+
+# --- export -----------------------------------------------------------------------------------
+
+def _export_repo(repo) -> None:
+    for n in range(1, 13):
+        tenant = {"org": "acme" if n % 3 else "globex", "project": "web" if n % 2 else "api"}
+        repo.add(observation(f"obs-2026{n:02d}01-090000-{n:04d}", f"2026-{n:02d}-01T09:00:00Z", tenant=tenant,
+                             type="note" if n % 4 else "alert", event=f"event {n} about the server",
+                             classification="confidential" if n == 5 else "internal"))
+    repo.add(observation("obs-20261202-090000-0099", "2026-12-02T09:00:00Z", retracts=["obs-20260401-090000-0004"],
+                         tenant={"org": "acme", "project": "api"}))
+    repo.commit("data")
+
+
+@pytest.mark.parametrize(("tenant", "filters"), [
+    (None, {}),
+    ({"org": "acme"}, {}),
+    ({"org": "acme"}, {"type": "note", "max_classification": "internal"}),
+    (None, {"text": "server", "scopes": ()}),
+])
+def test_export_rows_equal_query_totals(repo, tenant, filters):
+    _export_repo(repo)
+    with hermetic(repo.env):
+        api = Repository(str(repo.path), tenant=tenant)
+        total = api.query(QueryRequest(**filters))["total"]
+        sink = io.BytesIO()
+        result = api.export(QueryRequest(**filters), "csv", out=sink)
+        rows = list(csv.DictReader(io.StringIO(sink.getvalue().decode())))
+        assert result["count"] == total == len(rows)
+        assert list(rows[0])[:8] == ["id", "agent", "project", "timestamp", "classification", "content_hash",
+                                     "feedback_weight", "content"]
+        if tenant:
+            assert {r["tenant_org"] for r in rows} == {"acme"}
+        lines = io.BytesIO()
+        api.export(QueryRequest(**filters), "jsonl", out=lines)
+        assert len(lines.getvalue().splitlines()) == total
+
+
+def test_a_bound_export_holds_nothing_of_another_tenant(repo, tmp_path):
+    _export_repo(repo)
+    proc = repo.obsrepo("export", "--tenant", "org=globex", "--format", "jsonl")
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert records and {r["tenant_org"] for r in records} == {"globex"}
+    assert "acme" not in proc.stdout
+    widened = repo.obsrepo("export", "--tenant", "org=globex", "--org", "acme", "--format", "csv")
+    assert widened.returncode == 0 and len(widened.stdout.splitlines()) == 1  # the header only
+    folder = tmp_path / "lake"
+    proc = repo.obsrepo("export", "--tenant", "org=globex", "--format", "parquet", "--output", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    import duckdb
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(folder), partitioning="hive")
+    table = dataset.to_table()
+    assert table.num_rows == len(records) and set(table.column("tenant_org").to_pylist()) == {"globex"}
+    assert {p.name for p in folder.iterdir()} == {"year=2026"}
+    count = duckdb.sql(f"SELECT count(*) FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true) "
+                       "WHERE year = 2026").fetchone()[0]
+    assert count == len(records)
+    again = repo.obsrepo("export", "--format", "parquet", "--output", str(folder))
+    assert again.returncode == 2  # never writes into a folder that holds files
+
+
+# --- belief updates ---------------------------------------------------------------------------
+
+def test_the_twelve_transitions():
+    table = {(c, e): next_confidence(c, e) for c in ("unknown", "low", "medium", "high")
+             for e in ("confirm", "contradict", "neutral")}
+    assert len(table) == 12
+    assert table == {
+        ("unknown", "confirm"): "low", ("unknown", "contradict"): "low", ("unknown", "neutral"): "unknown",
+        ("low", "confirm"): "medium", ("low", "contradict"): "low", ("low", "neutral"): "low",
+        ("medium", "confirm"): "high", ("medium", "contradict"): "low", ("medium", "neutral"): "medium",
+        ("high", "confirm"): "high", ("high", "contradict"): "medium", ("high", "neutral"): "high",
+    }
+    assert set(TRANSITIONS) < set(table)
+
+
+def test_comprehend_writes_the_next_version(repo):
+    first = observation("obs-20260201-090000-0001", type="payment.late")
+    second = observation("obs-20260202-090000-0002", type="payment.late")
+    repo.add(first, second, comprehension("comp-acme-payments", [first.id], domain="customers/acme"))
+    repo.commit("belief")
+    refused = repo.obsrepo("comprehend", "comp-acme-payments", "--observation", second.id, "--effect", "contradict")
+    assert refused.returncode == 2
+    proc = repo.obsrepo("comprehend", "comp-acme-payments", "--observation", second.id, "--effect", "confirm",
+                        "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"id": "comp-acme-payments", "path": "comprehension/comp-acme-payments.md",
+                                       "version": 2, "previous_confidence": "medium", "confidence": "high", "changed": True}
+    text = repo.read("comprehension/comp-acme-payments.md")
+    assert f"Observation {second.id} (payment.late) changed confidence from medium to high" in text
+    assert repo.check("--base", "HEAD").returncode == 0
+    again = repo.obsrepo("comprehend", "comp-acme-payments", "--observation", second.id, "--effect", "confirm",
+                         "--format", "json")
+    assert json.loads(again.stdout)["changed"] is False and repo.read("comprehension/comp-acme-payments.md") == text
+    repo.commit("confirmed")
+    listed = repo.obsrepo("comprehensions", "--confidence", "high", "--text", "belief", "--format", "json")
+    assert [c["id"] for c in json.loads(listed.stdout)["comprehensions"]] == ["comp-acme-payments"]
+    none = repo.obsrepo("comprehensions", "--domain", "elsewhere", "--format", "json")
+    assert json.loads(none.stdout)["total"] == 0
+    bound = repo.obsrepo("comprehensions", "--tenant", "org=acme", "--format", "json")
+    assert json.loads(bound.stdout)["total"] == 0  # it cites observations the binding cannot read

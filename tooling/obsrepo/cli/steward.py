@@ -1,0 +1,211 @@
+"""Commands of stewardship and beliefs (docs/design.md §14): feedback, reclassify, retention,
+export, comprehend, comprehensions. Arguments → one library call → render → exit code."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from .. import errors
+from ..format.vocabulary import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES
+from . import _emit_json, _progress_bar, _repository, examples, handled, json_or_text, main, read_options
+
+TENANT_FILTERS = ("org", "project", "agent", "user")
+
+
+def _created(created: Any, output_format: str) -> int:
+    if output_format == "json":
+        _emit_json(created.as_dict())
+    else:
+        click.echo(created.path)
+    return errors.EXIT_OK
+
+
+@main.command(epilog=examples("obsrepo feedback obs-20260213-102500-0001 --outcome accepted --session s-42",
+                              "obsrepo feedback obs-20260213-102500-0001 --outcome misleading --format json"))
+@click.argument("observation_id", metavar="OBS_ID")
+@click.option("--outcome", type=click.Choice(FEEDBACK_OUTCOMES), required=True,
+              help="How the observation served: accepted raises its weight, the others lower it.")
+@click.option("--session", help="The session the outcome comes from.")
+@click.option("--source", help="Who gives the feedback (default human/cli).")
+@click.option("--tenant", metavar="org=…[,project=…]", help="Write within this tenant (or OBSREPO_TENANT); default: the target's.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the new file's path; json: its id, path and content hash.")
+@handled
+def feedback(observation_id: str, outcome: str, session: str | None, source: str | None, tenant: str | None,
+             output_format: str) -> int:
+    """Write a feedback observation on OBS_ID to the work tree.
+
+    The index folds feedback into a weight per observation (an exponential moving average,
+    starting at 1.0) that ranks `query --text`.
+    """
+    return _created(_repository(None, tenant).feedback(observation_id, outcome, session=session, source=source),
+                    output_format)
+
+
+@main.command(epilog=examples("obsrepo reclassify obs-20260213-102500-0001 --to restricted",
+                              'obsrepo reclassify obs-1 obs-2 --to confidential --reason "holds a customer\'s card number"'))
+@click.argument("ids", nargs=-1, required=True, metavar="IDS...")
+@click.option("--to", "classification", type=click.Choice(CLASSIFICATIONS), required=True, help="The new level.")
+@click.option("--reason", help="Why (the new document's body).")
+@click.option("--source", help="Who reclassifies (default human/cli).")
+@click.option("--tenant", metavar="org=…[,project=…]", help="Write within this tenant (or OBSREPO_TENANT).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the new file's path; json: its id, path and content hash.")
+@handled
+def reclassify(ids: tuple[str, ...], classification: str, reason: str | None, source: str | None, tenant: str | None,
+               output_format: str) -> int:
+    """Raise the classification of IDS with a new reclassify observation.
+
+    Classifications only go up: the effective level is the most restrictive of the declared
+    one, the content rules and every reclassify document.
+    """
+    return _created(_repository(None, tenant).reclassify(list(ids), classification, reason=reason, source=source),
+                    output_format)
+
+
+@main.command(epilog=examples("obsrepo retention", "obsrepo retention --at v1.2 --format json"))
+@click.option("--at", metavar="REV", help="The repository as it was at REV.")
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many of each list (1..1000).")
+@json_or_text
+@read_options
+@handled
+def retention(at: str | None, limit: int, output_format: str, tenant: str | None, index_path: str | None) -> int:
+    """What schemas/retention.yaml has expired at REV, and what expires next.
+
+    An observation expires when the commit's committer time reaches its timestamp plus the
+    shortest ttl among the policies that match its type or effective classification.
+    """
+    result = _repository(index_path, tenant).retention(at=at, limit=limit)
+    if output_format == "json":
+        _emit_json(result)
+        return errors.EXIT_OK
+    policies = ", ".join(f"{p['type'] or '*'}/{p['classification'] or '*'} {p['ttl']}" for p in result["policies"]) or "none"
+    click.echo(f"at {result['at_commit'][:12]} ({result['committed_at']}); policies: {policies}")
+    for key, label in (("expired", "expired"), ("upcoming", "expires next")):
+        click.echo(f"{label}: {result[f'total_{key}']}")
+        for item in result[key]:
+            click.echo(f"  {item['expires_at']}  {item['id']}  {item['type'] or '-'}  {item['classification']}")
+    return errors.EXIT_OK
+
+
+def _query_filters(func: Any) -> Any:
+    options = [
+        click.option("--scope", "scopes", multiple=True, help="A scope id (repeatable; matches ANY)."),
+        click.option("--type", "type_", help="Exact event type."),
+        click.option("--source", help="Source prefix, taken literally."),
+        click.option("--after", help="From this time on (inclusive)."),
+        click.option("--before", help="Before this time (exclusive)."),
+        click.option("--entity", help="Observations about this entity."),
+        *(click.option(f"--{key}", help=f"Only observations whose tenant has this {key}.") for key in TENANT_FILTERS),
+        click.option("--max-classification", type=click.Choice(CLASSIFICATIONS),
+                     help="Leave out anything classified above this level."),
+        click.option("--text", help="Only observations matching these words (BM25)."),
+        click.option("--at", metavar="REV", help="The repository as it was at REV."),
+        click.option("--include-retracted", is_flag=True, help="Also export retracted observations."),
+        click.option("--include-expired", is_flag=True, help="Also export what retention expired."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@main.command(epilog=examples("obsrepo export --format csv --output observations.csv",
+                              "obsrepo export --tenant org=northwind --max-classification internal --format jsonl > out.jsonl",
+                              "obsrepo export --after 2026-01-01 --format parquet --output lake/observations"))
+@_query_filters
+@click.option("--format", "output_format", type=click.Choice(["jsonl", "csv", "markdown", "parquet"]), default="jsonl",
+              show_default=True, help="jsonl, csv (a header row), markdown (a table), parquet (a folder, year=/month=).")
+@click.option("--output", metavar="PATH", help="The file (a folder for parquet); default stdout.")
+@read_options
+@handled
+def export(output_format: str, output: str | None, at: str | None, tenant: str | None, index_path: str | None,
+           **filters: Any) -> int:
+    """Every observation that matches the filters, to a file: jsonl, csv, markdown or parquet.
+
+    Matches what query would list with the same filters (no paging), oldest first.
+
+    The tenant binding and the ceiling always apply. CSV columns start with id, agent,
+    project, timestamp, classification, content_hash, feedback_weight, content.
+    """
+    from ..read.query import QueryRequest, parse_time
+
+    request = QueryRequest(
+        scopes=filters["scopes"], type=filters["type_"], source=filters["source"], entity=filters["entity"],
+        text=filters["text"], include_retracted=filters["include_retracted"], include_expired=filters["include_expired"],
+        after=parse_time(filters["after"], "--after") if filters["after"] else None,
+        before=parse_time(filters["before"], "--before") if filters["before"] else None,
+        max_classification=filters["max_classification"])
+    request.validate()
+    where = {key: filters[key] for key in TENANT_FILTERS if filters[key]}
+    progress = _progress_bar("exporting")
+    try:
+        result = _repository(index_path, tenant).export(request, output_format, output, at=at, where=where,
+                                                        out=sys.stdout.buffer, progress=progress)
+    except BrokenPipeError:  # `obsrepo export | head`: the reader has what it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return errors.EXIT_OK
+    if output is not None:
+        click.echo(f"{result['count']} observations written to {output}", err=True)
+    return errors.EXIT_OK
+
+
+@main.command(epilog=examples(
+    "obsrepo comprehend comp-acme-payments --observation obs-20260213-102500-0001 --effect confirm",
+    'obsrepo comprehend comp-acme-payments --observation obs-2 --effect contradict --statement "Acme pays late"'))
+@click.argument("comp_id", metavar="COMP_ID")
+@click.option("--observation", required=True, metavar="OBS_ID", help="The observation that bears on the belief.")
+@click.option("--effect", type=click.Choice(["confirm", "contradict", "neutral"]), required=True,
+              help="What it does to the belief.")
+@click.option("--statement", help="The belief as it now stands (required to contradict).")
+@click.option("--reasoning", help="Why (default: which observation changed the confidence, from what to what).")
+@click.option("--tenant", metavar="org=…[,project=…]", help="Cite only observations of this tenant (or OBSREPO_TENANT).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: path, version and confidence; json: the same as an object.")
+@handled
+def comprehend(comp_id: str, observation: str, effect: str, statement: str | None, reasoning: str | None,
+               tenant: str | None, output_format: str) -> int:
+    """Write the next version of comprehension COMP_ID after one more observation.
+
+    Confidence moves by one step: unknown→low (confirm or contradict), low→medium (confirm),
+    medium→high (confirm) or →low (contradict), high→medium (contradict); otherwise it stays.
+    Nothing is written when the observation is already cited.
+    """
+    updated = _repository(None, tenant).comprehend(comp_id, observation, effect, statement=statement,
+                                                   reasoning=reasoning)
+    if output_format == "json":
+        _emit_json(updated.as_dict())
+    elif updated.changed:
+        click.echo(f"{updated.path}: version {updated.version}, confidence {updated.previous_confidence} → {updated.confidence}")
+    else:
+        click.echo(f"{updated.path}: already cites {observation}; unchanged (version {updated.version})")
+    return errors.EXIT_OK
+
+
+@main.command(epilog=examples("obsrepo comprehensions", "obsrepo comprehensions --domain customers/acme-corp --confidence high",
+                              'obsrepo comprehensions --text "payment terms" --format json'))
+@click.option("--domain", help="Only this domain.")
+@click.option("--confidence", type=click.Choice(CONFIDENCES), help="Only beliefs held with this confidence.")
+@click.option("--text", metavar="WORDS", help="Only beliefs whose topic, statements or body hold every word.")
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many (1..1000).")
+@click.option("--offset", type=int, default=0, help="Skip this many first.")
+@json_or_text
+@read_options
+@handled
+def comprehensions(domain: str | None, confidence: str | None, text: str | None, limit: int, offset: int,
+                   output_format: str, tenant: str | None, index_path: str | None) -> int:
+    """Beliefs (comprehension documents) of the indexed commit, by id."""
+    result = _repository(index_path, tenant).comprehensions(domain=domain, confidence=confidence, text=text,
+                                                            limit=limit, offset=offset)
+    if output_format == "json":
+        _emit_json(result)
+    elif not result["comprehensions"]:
+        click.echo("No comprehensions found.")
+    else:
+        for item in result["comprehensions"]:
+            click.echo(f"{item['id']} v{item['version']} [{item['confidence']}] {item['domain']}: {item['statement']}")
+    return errors.EXIT_OK
