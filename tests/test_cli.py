@@ -41,8 +41,10 @@ READERS: dict[str, list[str]] = {
     "diff": [],
     "show": ["obs-20260213-102500-0001"],
     "status": [],
+    "retention": [],
+    "comprehensions": [],
 }
-NOT_READERS = {"check", "new", "relate", "merge", "mcp", "watch"}  # mcp: a server (tests/test_mcp.py)
+NOT_READERS = {"check", "new", "relate", "merge", "mcp", "watch", "feedback", "reclassify", "comprehend", "export"}  # mcp: a server (tests/test_mcp.py)
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 

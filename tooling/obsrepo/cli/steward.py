@@ -123,7 +123,7 @@ def _query_filters(func: Any) -> Any:
 @handled
 def export(output_format: str, output: str | None, at: str | None, tenant: str | None, index_path: str | None,
            **filters: Any) -> int:
-    """Every observation that matches the filters, to a file: jsonl, csv, markdown or parquet.
+    """Write every matching observation to jsonl, csv, markdown or parquet.
 
     Matches what query would list with the same filters (no paging), oldest first.
 
