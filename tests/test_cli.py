@@ -44,7 +44,8 @@ READERS: dict[str, list[str]] = {
     "retention": [],
     "comprehensions": [],
 }
-NOT_READERS = {"check", "new", "relate", "merge", "mcp", "watch", "feedback", "reclassify", "comprehend", "export"}  # mcp: a server (tests/test_mcp.py)
+# mcp and watch: servers (tests/test_mcp.py, tests/test_watch.py); the others write or export
+NOT_READERS = {"check", "new", "relate", "merge", "mcp", "watch", "feedback", "reclassify", "comprehend", "export"}
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 
