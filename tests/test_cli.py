@@ -36,6 +36,8 @@ READERS: dict[str, list[str]] = {
     "related": ["company/acme"],
     "timeline": [],
     "history": ["company/acme"],
+    "diff": [],
+    "show": ["obs-20260213-102500-0001"],
 }
 NOT_READERS = {"check", "new"}
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text

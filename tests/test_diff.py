@@ -61,7 +61,7 @@ def retraction(repo: Repo) -> tuple[str, str]:
     first, _ = acme(repo)
     repo.add(o(2, "2026-02-13T11:00:00Z", entity="company/acme", fields={"size": 12}, tenant={"org": "north"}))
     base = repo.commit("size 12")
-    repo.add(o(3, "2026-02-15T10:00:00Z", retracts=[f"obs-20260213-100002-0002"], tenant={"org": "north"},
+    repo.add(o(3, "2026-02-15T10:00:00Z", retracts=["obs-20260213-100002-0002"], tenant={"org": "north"},
                source="human/alice", event="withdraw the size"))
     return base, repo.commit("retract")
 
