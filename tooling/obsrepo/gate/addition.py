@@ -18,6 +18,7 @@ from typing import Any
 from .. import errors
 from ..format.report import Issue
 from ..format.rules import ACYCLIC_RELATIONS, Analysis
+from .graph import loc as _loc
 from .graph import visible
 
 Facts = dict[str, Any]
@@ -196,13 +197,3 @@ class RuleState:
                                         "without a target in its tenant"))
                     break
         return issues
-
-
-def _loc(facts: Facts, key: str, index: int | None = None) -> tuple[int, int]:
-    if index is not None:
-        items = facts["loc"].get(f"{key}_items") or []
-        if index < len(items):
-            line, col = items[index]
-            return line, col
-    line, col = facts["loc"].get(key, (1, 1))
-    return line, col

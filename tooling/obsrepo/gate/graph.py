@@ -44,7 +44,8 @@ def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = Non
     return issues
 
 
-def _loc(facts: Facts, key: str, index: int | None = None) -> tuple[int, int]:
+def loc(facts: Facts, key: str, index: int | None = None) -> tuple[int, int]:
+    """Where `key` (or its `index`-th item) stands in the document."""
     if index is not None:
         items = facts["loc"].get(f"{key}_items") or []
         if index < len(items):
@@ -70,7 +71,7 @@ def _duplicate_ids(docs: list[tuple[str, Facts]], added: set[str] | None) -> lis
             continue
         keep, *rest = _first_kept(paths, added)
         for path in rest:
-            line, col = _loc(facts_of[path], "id")
+            line, col = loc(facts_of[path], "id")
             issues.append(Issue(path, line, col, errors.DUPLICATE_ID, "duplicate-id", f"id '{doc_id}' is already used by {keep}"))
     return issues
 
@@ -86,7 +87,7 @@ def _duplicate_content(observations: list[tuple[str, Facts]], added: set[str] | 
             continue
         keep, *rest = _first_kept(paths, added)
         for path in rest:
-            line, col = _loc(facts_of[path], "id")
+            line, col = loc(facts_of[path], "id")
             issues.append(Issue(path, line, col, errors.DUPLICATE_CONTENT, "duplicate-content",
                                 f"the same content (in the same tenant) is already recorded in {keep}"))
     return issues
@@ -97,7 +98,7 @@ def _references(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[st
     for path, facts in observations:
         for key in ("corrects", "retracts"):
             for index, target in enumerate(facts[key]):
-                line, col = _loc(facts, key, index)
+                line, col = loc(facts, key, index)
                 hit = by_id.get(target)
                 if target == facts["id"]:
                     issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
@@ -167,7 +168,7 @@ def _relation_targets(live: list[tuple[str, Facts]]) -> list[Issue]:
     for path, facts in live:
         for index, (rel_type, target) in enumerate(facts["relations"]):
             if not any(visible(t, facts["tenant"]) for t in tenants_of.get(target, ())):
-                line, col = _loc(facts, "relations", index)
+                line, col = loc(facts, "relations", index)
                 issues.append(Issue(path, line, col, errors.ENTITY_NOT_FOUND, "relation-target",
                                     f"{rel_type} target '{target}' is not the entity of any observation in this tenant"))
     return issues
@@ -210,7 +211,7 @@ def _cycles(live: list[tuple[str, Facts]]) -> list[Issue]:
                 continue
             # the newest relation closed the cycle: report it there
             source, target, path, facts, index = max(inside, key=lambda e: (e[3]["timestamp"], e[3]["id"]))
-            line, col = _loc(facts, "relations", index)
+            line, col = loc(facts, "relations", index)
             members = ", ".join(sorted(component))
             issues.append(Issue(path, line, col, errors.CYCLE_DETECTED, "relation-cycle",
                                 f"{rel_type} {source} → {target} closes a cycle among {members}"))
@@ -226,7 +227,7 @@ def _merges(live: list[tuple[str, Facts]]) -> list[Issue]:
         edges.sort(key=lambda e: (e[3]["timestamp"], e[3]["id"], e[4]))
         first = edges[0]
         for _s, _target, path, facts, index in edges[1:]:
-            line, col = _loc(facts, "relations", index)
+            line, col = loc(facts, "relations", index)
             issues.append(Issue(path, line, col, errors.ENTITY_ALREADY_MERGED, "merged-twice",
                                 f"{source} was already merged into {first[1]} by {first[3]['id']}"))
     return issues
@@ -237,7 +238,7 @@ def _citations(comprehensions: list[tuple[str, Facts]], by_id: dict[str, tuple[s
     for path, facts in comprehensions:
         for index, cited in enumerate(facts["observations"]):
             if cited not in by_id:
-                line, col = _loc(facts, "observations", index)
+                line, col = loc(facts, "observations", index)
                 issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "citation",
                                     f"cites observation '{cited}', which does not exist"))
     return issues
