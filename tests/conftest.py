@@ -18,11 +18,19 @@ that a folder that is not a repository is never taken for part of an enclosing o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers import Repo, git_env
+from hypothesis import settings
+
+# The same examples on every run, so a landing never depends on luck; a property's search for
+# new counterexamples is `HYPOTHESIS_PROFILE=explore pytest` (found cases become explicit tests).
+settings.register_profile("repeatable", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "repeatable")
 
 
 @pytest.fixture

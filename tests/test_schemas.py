@@ -167,3 +167,12 @@ def test_the_json_schema_refuses_an_event_with_any_line_break(event):
 def test_the_json_schema_refuses_nul_in_any_value(extra):
     assert all(_errors(dict(GOOD, **extra), "observations/x.md").values())
     assert _errors(dict(GOOD, data={"deep": [1, {"k": "v"}]}), "observations/x.md") == {"ecma": [], "python": []}
+
+
+def test_the_schema_writer_takes_a_folder_and_never_an_option(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert schemas.main(["--help"]) == 0 and "usage" in capsys.readouterr().err
+    assert schemas.main(["-x"]) == 2 and schemas.main(["a", "b"]) == 2
+    assert list(tmp_path.iterdir()) == []
+    assert schemas.main(["out"]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(schemas.FILES)

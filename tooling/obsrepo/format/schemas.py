@@ -26,5 +26,14 @@ def write(folder: Path) -> None:
         (folder / name).write_text(text, encoding="utf-8")
 
 
+def main(argv: list[str]) -> int:
+    """`python -m obsrepo.format.schemas [FOLDER]`: write the schemas to FOLDER (default `schemas`)."""
+    if len(argv) > 1 or (argv and argv[0].startswith("-")):
+        print("usage: python -m obsrepo.format.schemas [FOLDER]", file=sys.stderr)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    write(Path(argv[0] if argv else "schemas"))
+    return 0
+
+
 if __name__ == "__main__":
-    write(Path(sys.argv[1] if len(sys.argv) > 1 else "schemas"))
+    sys.exit(main(sys.argv[1:]))
