@@ -6,8 +6,8 @@ from __future__ import annotations
 from .rules import Analysis
 
 
-def analyze(path: str, data: bytes, with_record: bool = False) -> Analysis:
+def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool = False) -> Analysis:
     """Parse, validate and extract facts (see `validate.analyze`); never raises on bad input."""
     from .validate import analyze as _analyze
 
-    return _analyze(path, data, with_record)
+    return _analyze(path, data, with_record, strict_only)

@@ -43,13 +43,15 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
 
 from ..errors import VALIDATION_ERROR
 from .report import Issue
+from .scalars import INT64_MAX, INT64_MIN, MAX_DEPTH, MAX_NUMBER_CHARS
+from .scalars import MISSING as _MISSING
+from .scalars import NUMBER as _NUMBER
+from .scalars import NUMBER_START as _NUMBER_START
+from .scalars import SPECIAL as _SPECIAL
+from .subset import read_subset
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 MAX_FRONT_MATTER_BYTES = 256 * 1024
-MAX_DEPTH = 32
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _BOM = b"\xef\xbb\xbf"
 
 Loc = tuple[int, int]
@@ -80,8 +82,9 @@ def _issue(path: str, line: int, col: int, rule: str, message: str) -> Issue:
     return Issue(path, line, col, VALIDATION_ERROR, rule, message)
 
 
-def read_document(path: str, data: bytes) -> Document:
-    """Split and parse one document. Never raises on bad input."""
+def read_document(path: str, data: bytes, strict_only: bool = False) -> Document:
+    """Split and parse one document. Never raises on bad input. The subset reader answers for
+    most front matter; `strict_only` skips it (tests compare the two readers)."""
     fail = lambda line, col, rule, msg: Document(path, None, "", [_issue(path, line, col, rule, msg)])  # noqa: E731
     if len(data) > MAX_DOCUMENT_BYTES:
         return fail(1, 1, "document-too-large", f"document is {len(data)} bytes; the limit is {MAX_DOCUMENT_BYTES}")
@@ -111,21 +114,21 @@ def read_document(path: str, data: bytes) -> Document:
     if close < 0:
         return fail(1, 1, "front-matter-unclosed", "front matter opened on line 1 is never closed by a '---' line")
     front_text = text[4:close]
-    if len(front_text.encode("utf-8")) > MAX_FRONT_MATTER_BYTES:
+    if len(front_text) * 4 > MAX_FRONT_MATTER_BYTES and len(front_text.encode("utf-8")) > MAX_FRONT_MATTER_BYTES:
         return fail(2, 1, "front-matter-too-large", f"front matter exceeds {MAX_FRONT_MATTER_BYTES} bytes")
     body_start = text.find("\n", close + 1)
     body = "" if body_start < 0 else text[body_start + 1 :]
     body_line = front_text.count("\n") + 3
 
     doc = Document(path, None, body, body_line=body_line)
-    odd = _ODD_BREAK.search(front_text)
+    odd = None if front_text.isascii() else _ODD_BREAK.search(front_text)
     if odd is not None:
         line, col = _position(front_text, odd.start())
         doc.issues.append(_issue(path, line + 1, col, "yaml-line-break",
                                  f"character U+{ord(odd.group()):04X} is a line break to some YAML readers "
                                  "and not to others; write it escaped in a double-quoted string"))
         return doc
-    directive = _DIRECTIVE.search(front_text)
+    directive = _DIRECTIVE.search(front_text) if "%" in front_text else None
     if directive is not None:
         line, _col = _position(front_text, directive.start())
         doc.issues.append(_issue(path, line + 1, 1, "yaml-directive", "YAML directives (%YAML, %TAG) are not allowed"))
@@ -135,6 +138,10 @@ def read_document(path: str, data: bytes) -> Document:
         doc.issues.append(
             _issue(path, body_line + extra, 1, "front-matter-extra", "a second front-matter block; a document has exactly one")
         )
+    subset = None if strict_only else read_subset(front_text)  # exactly what the composer would build
+    if subset is not None:
+        doc.front, doc.locs = subset
+        return doc
     value = _Composer(path, front_text, doc).run()
     if value is not None and not isinstance(value, dict):
         doc.issues.append(_issue(path, 2, 1, "front-matter-not-mapping", "front matter must be a mapping of keys to values"))
@@ -170,6 +177,8 @@ def _closing_fence(text: str) -> int:
 
 def _extra_block(body: str) -> int | None:
     """Line offset (0-based) of a second `---` block opening the body, if there is one."""
+    if not body.lstrip().startswith("---"):  # the first line that is not blank is not '---'
+        return None
     lines = body.split("\n", 64)
     for offset, line in enumerate(lines[:63]):
         if line.strip() == "":
@@ -331,7 +340,7 @@ class _Composer:
         if special is not _MISSING:
             return special
         if value[0] in _NUMBER_START and (match := _NUMBER.fullmatch(value)):
-            if len(value) > 64:
+            if len(value) > MAX_NUMBER_CHARS:
                 self.bad(event.start_mark, "yaml-number-range", "number has too many digits; quote it if it is text")
                 return value
             if match.group(1) is None and match.group(2) is None:
@@ -351,9 +360,6 @@ _Alias = ev.AliasEvent
 _SeqStart = ev.SequenceStartEvent
 _SeqEnd = ev.SequenceEndEvent
 _MapEnd = ev.MappingEndEvent
-_MISSING = object()
-_SPECIAL: dict[str, Any] = {"": None, "~": None, "null": None, "true": True, "false": False}
-_NUMBER_START = frozenset("-0123456789")
 
 
 class _TooDeep(Exception):

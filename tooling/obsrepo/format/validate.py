@@ -59,10 +59,11 @@ _PATTERN_WORDS = {
 }
 
 
-def analyze(path: str, data: bytes, with_record: bool = False) -> Analysis:
-    """Parse, validate and extract facts; path-dependent rules are applied by `place`."""
+def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool = False) -> Analysis:
+    """Parse, validate and extract facts; path-dependent rules are applied by `place`.
+    `strict_only`: the strict YAML reader alone (tests compare it with the subset reader)."""
     kind = kind_of(path)
-    doc = read_document(path, data)
+    doc = read_document(path, data, strict_only)
     result = Analysis(kind, list(doc.issues))
     if doc.front is None:
         return result

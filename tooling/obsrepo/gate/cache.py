@@ -24,7 +24,8 @@ from ..gitstore import Git
 
 # the code whose answers the cache holds (paths under the package): a change to any of them
 # discards every cached analysis
-_RULE_MODULES = ("format/document.py", "format/model.py", "format/rules.py", "times.py", "format/validate.py")
+_RULE_MODULES = ("format/document.py", "format/scalars.py", "format/subset.py", "format/model.py", "format/rules.py",
+                 "times.py", "format/validate.py")
 
 
 def _rules_digest() -> str:
