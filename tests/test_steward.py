@@ -9,8 +9,10 @@ import json
 
 import pytest
 from helpers import comprehension, hermetic, observation
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from obsrepo.api import Repository
-from obsrepo.format.classify import content_classification
+from obsrepo.format.classify import CONFIDENTIAL_WORDS, RESTRICTED_WORDS, content_classification
 from obsrepo.index.weights import fold
 from obsrepo.read.query import QueryRequest
 from obsrepo.write.comprehend import TRANSITIONS, next_confidence
@@ -171,9 +173,32 @@ def test_feedback_command_writes_a_checked_document(repo):
     ("read the config", "", "deploy/.env", "confidential"),
     ("read the config", "", "deploy/.envrc", "public"),
     ("read the config", "", "docs/keys-and-values.md", "public"),
+    # IGNORECASE also matches İ and ı to i, ſ to s and the Kelvin sign to k
+    ("the pıi export", "", None, "restricted"),
+    ("", "PİI inside", None, "restricted"),
+    ("SſN", "", None, "restricted"),
+    ("rotated the api_\u212aey", "", None, "confidential"),
+    ("a pi\u0307i", "", None, "public"),
 ])
 def test_content_rules(event, body, source_ref, expected):
     assert content_classification(event, body, source_ref) == expected
+
+
+WORDS = ["ssn", "SSN", "ſsn", "pii", "PCI", "pcie", "social security", "credit card", "password", "passwords", "api-key",
+         "API_KEY", "apikey", "token", "tokenize", "private_key", "secret", "secrets", " ", "\n", "-", "_", ".", "x", "é",
+         # what IGNORECASE also matches: İ and ı for i, ſ for s, the Kelvin sign for k
+         "pİi", "pıi", "PİI", "SſN", "api_\u212aey", "ſecret", "ı", "İ", "\u0307", "soc\u0130al security", "pci\u0307"]
+
+
+@settings(max_examples=400, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(WORDS), max_size=8), st.lists(st.sampled_from(WORDS), max_size=8))
+def test_content_rules_read_in_one_pass_as_in_two(event, body):
+    """One search for both word lists gives what a search for each list, restricted first, gives."""
+    event, body = "".join(event), "".join(body)
+    text = f"{event}\n{body}"
+    two_passes = ("restricted" if RESTRICTED_WORDS.search(text) else "confidential" if CONFIDENTIAL_WORDS.search(text)
+                  else "public")
+    assert content_classification(event, body, None) == two_passes
 
 
 def test_check_warns_when_the_declared_level_is_below_the_content(repo):

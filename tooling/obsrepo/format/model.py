@@ -322,7 +322,10 @@ class Comprehension(_Strict):
 
 def split_extensions(front: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`x-` keys are extensions: kept, never validated."""
-    if not any(k.startswith("x-") for k in front):
+    for key in front:
+        if key.startswith("x-"):
+            break
+    else:
         return front, {}
     core = {k: v for k, v in front.items() if not k.startswith("x-")}
     return core, {k: v for k, v in front.items() if k.startswith("x-")}

@@ -74,10 +74,13 @@ def kind_of(path: str) -> str:
     return "other"
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode  # built once
+
+
 def content_hash(front: dict[str, Any], body: str) -> str:
     """docs/design.md §2.4: canonical JSON of the front matter without spec and id, a newline, the body."""
-    core = {k: v for k, v in front.items() if k not in ("spec", "id")}
-    canonical = json.dumps(core, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    core = {k: v for k, v in front.items() if k != "spec" and k != "id"}
+    canonical = _CANONICAL(core)
     normalized = body.replace("\r\n", "\n").rstrip()
     return hashlib.sha256((canonical + "\n" + normalized).encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -23,7 +23,7 @@ from .model import (
 )
 from .report import Issue
 from .rules import Analysis, content_hash, kind_of
-from .vocabulary import CLASSIFICATION_RANK
+from .vocabulary import CLASSIFICATION_RANK, CORRECTION_PRIORITY, DEFAULT_CLASSIFICATION, DEFAULT_PRIORITY
 
 # pydantic's own error types → our stable rule names
 _RULES = {
@@ -81,9 +81,7 @@ def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool
     if result.issues:
         return result
     if isinstance(model, Observation):
-        result.facts = _observation_facts(doc, model)
-        if with_record:
-            result.record = observation_record(model, doc.body, extensions, result.facts["hash"])
+        _observation(result, doc, core, model.timestamp, extensions, with_record)
     else:
         result.facts = _comprehension_facts(doc, model)
         if with_record:
@@ -91,49 +89,91 @@ def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool
     return result
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # once: json.dumps builds one per call
+_TENANT_KEYS = ("org", "project", "agent", "user")
+_FACT_KEYS = ("id", "spec", "entity", "corrects", "retracts", "classification", "event")  # what repository rules point at
+
+
 def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return None if value is None else _ENCODE(value)
 
 
-def observation_record(obs: Observation, body: str, extensions: dict[str, Any], digest: str) -> dict[str, Any]:
-    """One observation as the index stores it: plain values, JSON text for nested data."""
-    tenant = obs.tenant_mapping
-    body = body.lstrip("\n").rstrip()
-    feedback, reclassify = obs.feedback, obs.reclassify
-    return {
-        "id": obs.id,
-        "timestamp": obs.timestamp,
-        "source": obs.source,
-        "event": obs.event,
-        "type": obs.type,
+def _ids(value: Any) -> list[str]:
+    """`corrects`, `retracts`, `reclassify.targets`: one id or a list of them (validated)."""
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _observation(result: Analysis, doc: Document, front: dict[str, Any], timestamp: Any, extensions: dict[str, Any],
+                 with_record: bool) -> None:
+    """The facts (and record) of a valid observation, read from its front matter: strict validation
+    converted nothing there but the timestamp (given) and an id written alone (`_ids`)."""
+    body = doc.body.lstrip("\n").rstrip()
+    event, source_ref, entity = front["event"], front.get("source_ref"), front.get("entity")
+    written_tenant = front.get("tenant") or {}
+    tenant = {k: written_tenant[k] for k in _TENANT_KEYS if written_tenant.get(k) is not None}
+    corrects, retracts = _ids(front.get("corrects")), _ids(front.get("retracts"))
+    relations = front.get("relations") or []
+    feedback, reclassify = front.get("feedback"), front.get("reclassify")
+    targets = _ids(reclassify["targets"]) if reclassify else []
+    declared = front.get("classification", DEFAULT_CLASSIFICATION)
+    content_class = content_classification(event, body, source_ref)
+    digest = content_hash(doc.front, doc.body)  # type: ignore[arg-type]
+    locs = doc.locs
+    loc: dict[str, Any] = {}
+    for key in _FACT_KEYS:
+        mark = locs.get((key,))
+        if mark is not None:
+            loc[key] = (mark[0] + 2, mark[1] + 1)
+    if feedback:
+        loc["feedback"] = doc.loc(("feedback", "target"))
+    loc["reclassify_items"] = _item_locs_at(doc, ("reclassify", "targets"), len(targets))
+    loc["corrects_items"] = _item_locs(doc, "corrects", len(corrects))
+    loc["retracts_items"] = _item_locs(doc, "retracts", len(retracts))
+    loc["relations_items"] = _item_locs(doc, "relations", len(relations))
+    result.facts = {
+        "kind": "observation", "id": front["id"], "timestamp": format_timestamp(timestamp), "tenant": tenant,
+        "entity": entity, "corrects": corrects, "retracts": retracts,
+        "relations": [[r["type"], r["target"]] for r in relations], "hash": digest,
+        "feedback": feedback["target"] if feedback else None, "reclassify": targets, "declared_class": declared,
+        "content_class": content_class, "loc": loc,
+    }
+    if not with_record:
+        return
+    priority = front.get("priority")
+    result.record = {  # one observation as the index stores it: plain values, JSON text for nested data
+        "id": front["id"],
+        "timestamp": timestamp,
+        "source": front["source"],
+        "event": event,
+        "type": front.get("type"),
         "body": body,
-        "scope": list(obs.scope or []),
-        "entity": obs.entity,
-        "entity_type": obs.entity.split("/", 1)[0] if obs.entity else None,
-        "fields": _json(obs.fields),
-        "priority": obs.effective_priority,
-        "specificity": float(obs.specificity or 0.0),
-        "corrects": list(obs.corrects or []),
-        "retracts": list(obs.retracts or []),
-        "relations": [{"type": r.type, "target": r.target} for r in obs.relations or []],
+        "scope": list(front.get("scope") or []),
+        "entity": entity,
+        "entity_type": entity.split("/", 1)[0] if entity else None,
+        "fields": _json(front.get("fields")),
+        "priority": priority if priority is not None else CORRECTION_PRIORITY if corrects else DEFAULT_PRIORITY,
+        "specificity": float(front.get("specificity") or 0.0),
+        "corrects": list(corrects),
+        "retracts": list(retracts),
+        "relations": [{"type": r["type"], "target": r["target"]} for r in relations],
         "tenant_org": tenant.get("org"),
         "tenant_project": tenant.get("project"),
         "tenant_agent": tenant.get("agent"),
         "tenant_user": tenant.get("user"),
         # the ladder: the declared value raised by the content rules (reclassify documents are
         # folded in when the index is read, docs/design.md §14)
-        "classification": most_restrictive(obs.classification, content_classification(obs.event, body, obs.source_ref)),
-        "declared_classification": obs.classification,
-        "feedback_target": feedback.target if feedback else None,
-        "feedback_outcome": feedback.outcome if feedback else None,
-        "feedback_session": feedback.session if feedback else None,
-        "reclassify_targets": list(reclassify.targets) if reclassify else [],
-        "reclassify_rank": CLASSIFICATION_RANK[reclassify.classification] if reclassify else None,
-        "source_ref": obs.source_ref,
-        "interpretation": obs.interpretation,
-        "data": _json(obs.data),
-        "context": _json(obs.context),
-        "trace_ref": obs.trace_ref,
+        "classification": most_restrictive(declared, content_class),
+        "declared_classification": declared,
+        "feedback_target": feedback["target"] if feedback else None,
+        "feedback_outcome": feedback["outcome"] if feedback else None,
+        "feedback_session": feedback.get("session") if feedback else None,
+        "reclassify_targets": list(targets),
+        "reclassify_rank": CLASSIFICATION_RANK[reclassify["classification"]] if reclassify else None,
+        "source_ref": source_ref,
+        "interpretation": front.get("interpretation"),
+        "data": _json(front.get("data")),
+        "context": _json(front.get("context")),
+        "trace_ref": front.get("trace_ref"),
         "extensions": _json(extensions or None),
         "content_hash": digest,
     }
@@ -204,7 +244,7 @@ def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
 
 
 def _locs(doc: Document, *keys: str) -> dict[str, Any]:
-    """Positions of the keys and list items the repository rules may point at."""
+    """Positions of the keys the repository rules may point at."""
     return {key: doc.loc((key,)) for key in keys if (key,) in doc.locs}
 
 
@@ -215,33 +255,6 @@ def _item_locs(doc: Document, key: str, count: int) -> list:
 
 def _item_locs_at(doc: Document, key: tuple, count: int) -> list:
     return [doc.loc((*key, i)) for i in range(count)]
-
-
-def _observation_facts(doc: Document, obs: Observation) -> dict[str, Any]:
-    relations = obs.relations or []
-    return {
-        "kind": "observation",
-        "id": obs.id,
-        "timestamp": format_timestamp(obs.timestamp),
-        "tenant": obs.tenant_mapping,
-        "entity": obs.entity,
-        "corrects": obs.corrects or [],
-        "retracts": obs.retracts or [],
-        "relations": [[r.type, r.target] for r in relations],
-        "hash": content_hash(doc.front, doc.body),  # type: ignore[arg-type]
-        "feedback": obs.feedback.target if obs.feedback else None,
-        "reclassify": list(obs.reclassify.targets) if obs.reclassify else [],
-        "declared_class": obs.classification,
-        "content_class": content_classification(obs.event, doc.body.lstrip("\n").rstrip(), obs.source_ref),
-        "loc": {
-            **_locs(doc, "id", "spec", "entity", "corrects", "retracts", "classification", "event"),
-            **({"feedback": doc.loc(("feedback", "target"))} if obs.feedback else {}),
-            "reclassify_items": _item_locs_at(doc, ("reclassify", "targets"), len(obs.reclassify.targets) if obs.reclassify else 0),
-            "corrects_items": _item_locs(doc, "corrects", len(obs.corrects or [])),
-            "retracts_items": _item_locs(doc, "retracts", len(obs.retracts or [])),
-            "relations_items": _item_locs(doc, "relations", len(relations)),
-        },
-    }
 
 
 def _comprehension_facts(doc: Document, comp: Comprehension) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from . import history
 from .columns import COMP_COLUMNS, OBS_COLUMNS
 from .entity_table import refresh_snapshots
 from .plan import UpdatePlan, plan_update
-from .rows import SMALL_BATCH, TOKENS, arrow_table, insert_rows, utc
+from .rows import SMALL_BATCH, TOKENS, insert_rows, observation_batch, utc
 from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .store import IndexFiles, damage_errors, load_fts, publish, unwritable, without_pandas
 from .weights import refresh_weights
@@ -267,28 +267,46 @@ def parse_blobs(git: Git, files: list[tuple[str, str]],
     return parsed
 
 
-def rows_for(files: list, parsed: list[tuple[list, Any]], first_row: int,
-             info: dict[str, history.Commit]) -> tuple[list[dict], list[dict], list[tuple], list[Issue]]:
-    """Index rows for parsed documents: (path, blob, added_seq, commit[, removed_seq]) →
-    observation rows, comprehension rows, problem rows, and the problems as warnings."""
-    obs_rows: list[dict] = []
-    comp_rows: list[dict] = []
+Version = tuple[list, dict, int]  # a valid document's (path, blob, added_seq, commit[, removed_seq]), record, row id
+
+
+def sort_parsed(files: list, parsed: list[tuple[list, Any]], first_row: int
+                ) -> tuple[list[Version], list[Version], list[tuple], list[Issue]]:
+    """Parsed documents (path, blob, added_seq, commit[, removed_seq]) sorted out: (file, record,
+    row id) of the valid observations and of the valid comprehensions (row ids in file order from
+    `first_row`), problem rows, and the problems as warnings."""
+    observations: list[Version] = []
+    comprehensions: list[Version] = []
     problem_rows: list[tuple] = []
     problems: list[Issue] = []
     for file, (issues, record) in zip(files, parsed):
-        path, blob, seq, commit = file[:4]
-        removed = file[4] if len(file) > 4 else NOW
+        path, blob, seq = file[:3]
         if issues:
+            removed = file[4] if len(file) > 4 else NOW
             for line, col, code, rule, message in issues:
                 problem_rows.append((seq, removed, path, blob, line, col, code, rule, message))
                 problems.append(Issue(path, line, col, code, rule, message, "warning"))
             continue
-        meta = info[commit]
-        row = dict(record, row_id=first_row + len(obs_rows) + len(comp_rows), added_seq=seq, removed_seq=removed,
-                   path=path, blob=blob, commit=commit, author=meta.author, author_email=meta.author_email,
-                   committed_at=meta.committed_at)
-        (comp_rows if kind_of(path) == "comprehension" else obs_rows).append(row)
-    return obs_rows, comp_rows, problem_rows, problems
+        row_id = first_row + len(observations) + len(comprehensions)
+        (comprehensions if kind_of(path) == "comprehension" else observations).append((file, record, row_id))
+    return observations, comprehensions, problem_rows, problems
+
+
+def version_row(file: list, record: dict, row_id: int, info: dict[str, history.Commit]) -> dict:
+    """One row of obs_versions or comp_versions: the record and where and when it was added."""
+    path, blob, seq, commit = file[:4]
+    meta = info[commit]
+    return dict(record, row_id=row_id, added_seq=seq, removed_seq=file[4] if len(file) > 4 else NOW, path=path, blob=blob,
+                commit=commit, author=meta.author, author_email=meta.author_email, committed_at=meta.committed_at)
+
+
+def rows_for(files: list, parsed: list[tuple[list, Any]], first_row: int,
+             info: dict[str, history.Commit]) -> tuple[list[dict], list[dict], list[tuple], list[Issue]]:
+    """Index rows for parsed documents: (path, blob, added_seq, commit[, removed_seq]) →
+    observation rows, comprehension rows, problem rows, and the problems as warnings."""
+    observations, comprehensions, problem_rows, problems = sort_parsed(files, parsed, first_row)
+    return ([version_row(*version, info) for version in observations],
+            [version_row(*version, info) for version in comprehensions], problem_rows, problems)
 
 
 def _known(cache: Any, path: str, blob: str) -> tuple[list, Any] | None:
@@ -381,9 +399,11 @@ def _chunk(job: tuple[list[list], list[Any]]) -> tuple[Any, list[dict], list[tup
         issues, record, row, cached_record = _parse_for_cache(files[i][0], data)
         parsed[i] = (issues, record)
         fresh.append((files[i][0], files[i][1], row, cached_record))
-    obs_rows, comp_rows, problem_rows, problems = rows_for(files, parsed, 0, _CHUNK_STATE["info"])
-    batch = arrow_table("obs_versions", OBS_COLUMNS, obs_rows) if obs_rows else None
-    return batch, comp_rows, problem_rows, problems, len(obs_rows) + len(comp_rows), fresh
+    info = _CHUNK_STATE["info"]
+    observations, comprehensions, problem_rows, problems = sort_parsed(files, parsed, 0)
+    batch = observation_batch(observations, info) if observations else None
+    comp_rows = [version_row(*version, info) for version in comprehensions]
+    return batch, comp_rows, problem_rows, problems, len(observations) + len(comprehensions), fresh
 
 
 def _add_in_parallel(git: Git, con: Any, additions: list[list], parsed: list[Any], info: dict, first_row: int,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from .columns import arrow_types
-from .schema import CLASSIFICATION_RANK
+from .columns import OBS_COLUMNS, arrow_types
+from .schema import CLASSIFICATION_RANK, NOW
 
 SMALL_BATCH = 64  # rows per statement inserted with plain parameters rather than through Arrow
 PLAIN_LIMIT = 16 * SMALL_BATCH  # up to this many rows (a pull request's overlay), statements of SMALL_BATCH
@@ -18,7 +18,7 @@ def _prepare(table: str, columns: list[str], rows: list[dict]) -> None:
     if table.endswith("obs_versions") or table == "overlay_obs":
         for row in rows:
             row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
-            row["special"] = bool(row["retracts"]) or any(r["type"] == "DUPLICATE_OF" for r in row["relations"])
+            row["special"] = special(row)
     for name in ("timestamp", "committed_at", "created", "updated"):
         if name in columns:
             for row in rows:
@@ -31,6 +31,48 @@ def arrow_table(table: str, columns: list[str], rows: list[dict]) -> Any:
     _prepare(table, columns, rows)
     types = arrow_types()
     return pa.table({name: pa.array([row[name] for row in rows], types.get(name, pa.string())) for name in columns})
+
+
+def special(record: dict) -> bool:
+    """Retracts something or merges (a DUPLICATE_OF relation): the reducer reads these first."""
+    return bool(record["retracts"]) or any(r["type"] == "DUPLICATE_OF" for r in record["relations"])
+
+
+def observation_batch(versions: list[tuple[list, dict, int]], info: dict) -> Any:
+    """obs_versions rows as an Arrow table built straight from (file, record, row id) triples
+    (file: path, blob, seq, commit[, removed seq]); the same table as `arrow_table` over
+    `build.version_row` dicts, without making them."""
+    import pyarrow as pa
+
+    types = arrow_types()
+    files = [file for file, _, _ in versions]
+    records = [record for _, record, _ in versions]
+    commits = {sha: (commit.author, commit.author_email, utc(commit.committed_at)) for sha, commit in info.items()}
+    metas = [commits[file[3]] for file in files]
+    columns: dict[str, Any] = {
+        "row_id": [row_id for _, _, row_id in versions],
+        "added_seq": [file[2] for file in files],
+        "removed_seq": [file[4] if len(file) > 4 else NOW for file in files],
+        "path": [file[0] for file in files],
+        "blob": [file[1] for file in files],
+        "commit": [file[3] for file in files],
+        "author": [meta[0] for meta in metas],
+        "author_email": [meta[1] for meta in metas],
+        "committed_at": [meta[2] for meta in metas],
+        "class_rank": [CLASSIFICATION_RANK[record["classification"]] for record in records],
+        "special": [special(record) for record in records],
+        # aware datetimes: as UTC instants, then the naive UTC a TIMESTAMP column holds
+        "timestamp": pa.array([record["timestamp"] for record in records], pa.timestamp("us", "UTC")).cast(types["timestamp"]),
+    }
+    return pa.table({name: columns[name] if name in columns else [record[name] for record in records]
+                     for name in OBS_COLUMNS}, schema=obs_schema())
+
+
+def obs_schema() -> Any:
+    import pyarrow as pa
+
+    types = arrow_types()
+    return pa.schema([(name, types.get(name, pa.string())) for name in OBS_COLUMNS])
 
 
 def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> None:
