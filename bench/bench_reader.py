@@ -5,14 +5,15 @@ that pay it, for two code trees in the same run (this one and a baseline such as
     git worktree add --detach /tmp/base main
     python bench/bench_reader.py /tmp/obs-10k --base /tmp/base/tooling [--runs 3] [--stages-only]
 
-Stages (µs per document, medians of `--runs` passes over the same documents held in memory, one
+Stages (µs of CPU per document, medians of `--runs` passes over the same documents held in memory, one
 process, one core):
   read        bytes → `Document` (`format.document.read_document`: the YAML reader)
   validate    the rest of `analyze` (validation, facts, record) + `place` + the cache rows
   rows        `rows_for` + the Arrow table of a chunk (index/build.py's chunk path)
   chunk path  the three together, per document
 
-Whole processes (medians, wall), each tree through its own PYTHONPATH, runs interleaved:
+Whole processes (medians of wall time, and of CPU time: the process and all it waited for), each
+tree through its own PYTHONPATH, runs interleaved:
   floor              `git ls-tree -r HEAD | git cat-file --batch` over the same blobs
   check cold         `obsrepo check`, analysis cache removed
   index --full cold  `obsrepo index --full`, cache removed (nothing parsed before)
@@ -24,8 +25,10 @@ Whole processes (medians, wall), each tree through its own PYTHONPATH, runs inte
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -68,11 +71,15 @@ def stages(repo: str, count: int, runs: int, profile: bool) -> dict[str, float]:
     def analyse() -> list:
         return [build._parse_for_cache(path, data)[:2] for path, _, data in docs]
 
-    def rows(parsed: list) -> None:
+    def rows(parsed: list) -> None:  # what build._chunk does after parsing, in each tree
         for start in range(0, len(files), build.CHUNK):
-            obs_rows = build.rows_for(files[start:start + build.CHUNK], parsed[start:start + build.CHUNK], 0, info)[0]
-            if obs_rows:
-                arrow_table("obs_versions", OBS_COLUMNS, obs_rows)
+            chunk_files, chunk_parsed = files[start:start + build.CHUNK], parsed[start:start + build.CHUNK]
+            if hasattr(build, "sort_parsed"):
+                from obsrepo.index.rows import observation_batch
+
+                observation_batch(build.sort_parsed(chunk_files, chunk_parsed, 0)[0], info)
+            else:
+                arrow_table("obs_versions", OBS_COLUMNS, build.rows_for(chunk_files, chunk_parsed, 0, info)[0])
 
     def chunk_path() -> None:
         rows(analyse())
@@ -90,11 +97,16 @@ def stages(repo: str, count: int, runs: int, profile: bool) -> dict[str, float]:
     rows(parsed)  # imports pyarrow, warms everything
 
     def timed(fn, *args) -> float:
+        """CPU µs per document, the cycle collector off (as a build runs the stages since this
+        change): what the stage itself costs, whatever else the process holds."""
         samples = []
         for _ in range(runs):
+            gc.collect()
+            gc.disable()
             start = time.process_time()
             fn(*args)
             samples.append(time.process_time() - start)
+            gc.enable()
         return statistics.median(samples) / len(docs) * 1e6
 
     read_us = timed(read)
@@ -119,13 +131,16 @@ def run_stages(tooling: str, repo: str, count: int, runs: int, profile: bool) ->
     return json.loads(proc.stdout)
 
 
-def wall(cmd: list[str] | str, cwd: str, env: dict | None = None, shell: bool = False) -> float:
-    start = time.process_time()
+def wall(cmd: list[str] | str, cwd: str, env: dict | None = None, shell: bool = False) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and everything it waited for)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    elapsed = time.process_time() - start
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):  # check exits 1 when it finds problems: still a full run
         raise SystemExit(f"{cmd}: exit {proc.returncode}: {proc.stderr.decode()[-2000:]}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def clear_cache(repo: str) -> None:
@@ -133,11 +148,12 @@ def clear_cache(repo: str) -> None:
     shutil.rmtree(os.path.join(git_dir, "obsrepo"), ignore_errors=True)
 
 
-def whole(repo: str, trees: dict[str, str], runs: int) -> dict[str, dict[str, float]]:
-    """Whole commands per tree, interleaved run by run so both see the same machine."""
+def whole(repo: str, trees: dict[str, str], runs: int) -> dict[str, dict[str, tuple[float, float]]]:
+    """Whole commands per tree, interleaved run by run so both see the same machine: medians of
+    (wall, CPU)."""
     obsrepo = [sys.executable, "-m", "obsrepo"]
     subprocess.run(["git", "update-index", "-q", "--refresh"], cwd=repo)
-    samples: dict[str, dict[str, list[float]]] = {name: {} for name in [*trees, "floor"]}
+    samples: dict[str, dict[str, list[tuple[float, float]]]] = {name: {} for name in [*trees, "floor"]}
     for _ in range(runs):
         samples["floor"].setdefault("floor", []).append(wall(
             "git ls-tree -r --format='%(objectname)' HEAD observations comprehension | git cat-file --batch > /dev/null",
@@ -151,7 +167,8 @@ def whole(repo: str, trees: dict[str, str], runs: int) -> dict[str, dict[str, fl
             samples[name].setdefault("index --full after check", []).append(
                 wall(obsrepo + ["index", "--full", "--quiet"], repo, env))
     clear_cache(repo)
-    return {name: {k: statistics.median(v) for k, v in figures.items()} for name, figures in samples.items()}
+    return {name: {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in figures.items()}
+            for name, figures in samples.items()}
 
 
 def main() -> None:
@@ -184,14 +201,14 @@ def main() -> None:
             print(f"  {stage:<11s} {line}{ratio}")
     if not args.stages_only:
         results = whole(repo, trees, args.runs)
-        floor = results["floor"]["floor"]
+        floor, floor_cpu = results["floor"]["floor"]
         count = int(subprocess.run("git ls-files observations comprehension | wc -l", shell=True, cwd=repo,
                                    capture_output=True, text=True).stdout)
-        print(f"whole processes, {count} documents (median of {args.runs}, wall); floor {floor:.3f} s")
+        print(f"whole processes, {count} documents (medians of {args.runs}): floor {floor:.3f} s wall, {floor_cpu:.3f} s CPU")
         for command in ("index --full cold", "check cold", "index --full after check"):
-            cells = "  ".join(f"{name} {results[name][command]:7.3f} s ({results[name][command] / floor:4.1f}x floor)"
-                              for name in trees)
-            ratio = f"  ratio {results['this'][command] / results['base'][command]:.2f}" if "base" in trees else ""
+            cells = "  ".join(f"{name} {results[name][command][0]:7.3f} s ({results[name][command][0] / floor:4.1f}x floor, "
+                              f"CPU {results[name][command][1]:6.2f} s)" for name in trees)
+            ratio = f"  ratio {results['this'][command][0] / results['base'][command][0]:.2f}" if "base" in trees else ""
             print(f"  {command:<25s} {cells}{ratio}")
 
 

@@ -504,13 +504,18 @@ def test_invalid_documents_are_reported_and_skipped_never_dropping_valid_ones(ap
 def test_the_parallel_path_equals_the_serial_one(api: Repo, tmp_path: Path, monkeypatch: Any) -> None:
     """Large additions are read by worker processes in chunks; with chunks of two documents and
     invalid documents and a comprehension among them, the index and the warnings are those of
-    the serial path."""
+    the serial path. So are those of the serial path loading many rows as one Arrow batch (a
+    build from the cache `check` filled)."""
     from obsrepo.index import build
 
     _plant_invalid_history(api)
     api.add(comprehension("comp-a", [A.id]))
     api.commit("a comprehension")
     serial = repository(api, tmp_path / "serial.duckdb").index()
+    monkeypatch.setattr(build, "PLAIN_LIMIT", 1)
+    batch = repository(api, tmp_path / "batch.duckdb").index()
+    assert [p.as_dict() for p in batch.problems] == [p.as_dict() for p in serial.problems]
+    assert dump(tmp_path / "batch.duckdb") == dump(tmp_path / "serial.duckdb")
     monkeypatch.setattr(build, "PARALLEL_THRESHOLD", 1)
     monkeypatch.setattr(build, "CHUNK", 2)
     parallel = repository(api, tmp_path / "parallel.duckdb").index()

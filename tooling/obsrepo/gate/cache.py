@@ -12,10 +12,13 @@ never grows without bound). A missing, unreadable or foreign cache file is simpl
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import marshal
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +39,26 @@ def _rules_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cycle collector off for a bulk phase (loading this cache, analysing or indexing a whole
+    tree): its millions of plain, acyclic values are freed by reference counting anyway, and each
+    collection would walk them all again (a fifth of an index build from the cache at 100k)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _load(file: Path, digest: str) -> dict:
     try:
         # marshal: plain data only, ~10x faster to load than JSON; the file lives inside
         # the git directory, as trusted as the repository's own hooks
-        stored = marshal.loads(file.read_bytes())
+        with paused_gc():
+            stored = marshal.loads(file.read_bytes())
         entries = stored["entries"] if stored.get("rules") == digest else {}
     except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
         entries = {}

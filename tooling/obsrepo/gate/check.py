@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -17,7 +18,7 @@ from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 from ..gitstore import NULL_SHA, Change, Entry, Git
 from . import attributes, graph
 from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
-from .cache import AnalysisCache
+from .cache import AnalysisCache, paused_gc
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source, commit, staged, worktree_in_git
 
 PARALLEL_THRESHOLD = 2000
@@ -69,6 +70,11 @@ def run_check(request: CheckRequest) -> Report:
 def apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None] | None = None) -> Report:
     """Read the documents the plan names (through the cache) and run every rule family:
     per document, placement, repository rules, entity schemas, immutability and attributes."""
+    with paused_gc():
+        return _apply_check(git, plan, progress)
+
+
+def _apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None] | None) -> Report:
     source, converted = _source(git, plan)
     cache = AnalysisCache.open(git)
     analyses = analyze_source(source, cache, progress)
@@ -190,7 +196,7 @@ def _analyze_parallel(items: Iterable[tuple[Listed, bytes]]) -> Iterable[tuple[L
 
     listed = list(items)
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with context.Pool(min(2, os.cpu_count() or 1)) as pool:
+    with context.Pool(min(2, os.cpu_count() or 1), initializer=gc.disable) as pool:  # workers end with the job
         rows = pool.imap(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
         for (item, _), (row, record) in zip(listed, rows):  # in order, as each chunk is done (progress moves)
             yield item, Analysis.from_cache(item.path, row), record

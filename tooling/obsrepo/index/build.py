@@ -22,7 +22,7 @@ from . import history
 from .columns import COMP_COLUMNS, OBS_COLUMNS
 from .entity_table import refresh_snapshots
 from .plan import UpdatePlan, plan_update
-from .rows import SMALL_BATCH, TOKENS, insert_rows, observation_batch, utc
+from .rows import PLAIN_LIMIT, SMALL_BATCH, TOKENS, insert_rows, observation_batch, utc
 from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .store import IndexFiles, damage_errors, load_fts, publish, unwritable, without_pandas
 from .weights import refresh_weights
@@ -65,9 +65,12 @@ def build(git: Git, files: IndexFiles, target: str, full: bool = False,
     """Bring the index to commit `target` (a full sha) and publish it."""
     import time
 
+    from ..gate.cache import paused_gc
+
     _warm_up_validation()
     started = time.time()
-    result = _build_locked(git, files, target, full, progress, strict)
+    with paused_gc():
+        result = _build_locked(git, files, target, full, progress, strict)
     if not result.unchanged:
         record_update(files.path, result, started)
     return result
@@ -367,16 +370,31 @@ def _add(git: Git, con: Any, additions: list, info: dict,
     if progress:
         progress(len(additions), len(additions))
     cache.save()
-    obs_rows, comp_rows, problem_rows, problems = rows_for(additions, parsed, first_row, info)
-    insert_rows(con, "obs_versions", OBS_COLUMNS, obs_rows)
-    _touch(result, ((row["entity"], row["special"]) for row in obs_rows))
-    insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)
-    if problem_rows:
-        con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
-    if obs_rows:
+    observations, comprehensions, problem_rows, problems = sort_parsed(additions, parsed, first_row)
+    if len(observations) > PLAIN_LIMIT:  # many (a build from the cache `check` filled): one Arrow batch
+        _insert_batch(con, observation_batch(observations, info), first_row, result)
+    elif observations:  # a few (an update): plain parameters spare loading pyarrow
+        obs_rows = [version_row(*version, info) for version in observations]
+        insert_rows(con, "obs_versions", OBS_COLUMNS, obs_rows)
+        _touch(result, ((row["entity"], row["special"]) for row in obs_rows))
         index_terms(con, "obs_versions", "obs_terms", first_row)
         index_records(con, "obs_versions", "obs_records", first_row)
-    return len(obs_rows) + len(comp_rows), problems
+    insert_rows(con, "comp_versions", COMP_COLUMNS, [version_row(*version, info) for version in comprehensions])
+    if problem_rows:
+        con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
+    return len(observations) + len(comprehensions), problems
+
+
+def _insert_batch(con: Any, batch: Any, first_row: int, result: BuildResult) -> None:
+    """Load an Arrow table of obs_versions rows (row ids from `first_row`): the printed records
+    in row-id order, the rows stored by entity (one entity's rows sit together), their terms."""
+    quoted = ", ".join(f'"{c}"' for c in OBS_COLUMNS)
+    con.register("incoming", batch)
+    index_records(con, "incoming", "obs_records", first_row)
+    con.execute(f"INSERT INTO obs_versions ({quoted}) SELECT {quoted} FROM incoming ORDER BY coalesce(entity, chr(65535)), id")
+    _touch(result, con.execute("SELECT DISTINCT entity, special FROM incoming").fetchall())
+    con.unregister("incoming")
+    index_terms(con, "obs_versions", "obs_terms", first_row)
 
 
 CHUNK = 1000  # documents per task of the parallel path
@@ -384,6 +402,9 @@ _CHUNK_STATE: dict = {}
 
 
 def _chunk_worker_init(root: str, info: dict) -> None:
+    import gc
+
+    gc.disable()  # a worker lives for one build (see gate.cache.paused_gc)
     _CHUNK_STATE.update(git=Git(root), info=info)
 
 
@@ -437,15 +458,7 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], parsed: list[Any
             if progress:
                 progress(min(done, len(additions)), len(additions))
     if tables:
-        quoted = ", ".join(f'"{c}"' for c in OBS_COLUMNS)
-        con.register("incoming", pa.concat_tables(tables))
-        index_records(con, "incoming", "obs_records", first_row)
-        # stored by entity, as insert_rows does: one entity's rows sit together
-        con.execute(f"INSERT INTO obs_versions ({quoted}) SELECT {quoted} FROM incoming "
-                    "ORDER BY coalesce(entity, chr(65535)), id")
-        _touch(result, con.execute("SELECT DISTINCT entity, special FROM incoming").fetchall())
-        con.unregister("incoming")
-        index_terms(con, "obs_versions", "obs_terms", first_row)
+        _insert_batch(con, pa.concat_tables(tables), first_row, result)
     insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)
     if problem_rows:
         con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
