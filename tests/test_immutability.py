@@ -12,7 +12,7 @@ import os
 import re
 
 import pytest
-from helpers import Repo, comprehension, obs_id, observation
+from helpers import Repo, comprehension, hermetic, obs_id, observation
 
 IV = "IMMUTABLE_VIOLATION"
 A, B, C, D = (observation(obs_id(n)) for n in (1, 2, 3, 4))
@@ -433,3 +433,34 @@ def test_check_outside_a_git_repository_is_a_git_error(make_repo) -> None:
     assert "not inside a git repository" in result.data["error"]["message"]
     text = plain.obsrepo("check")
     assert text.returncode == 4 and "GIT_ERROR" in text.stderr and "ok" not in text.stdout, text
+
+
+# --- many documents: forked workers read and analyse their own chunks -------------------------
+
+def test_the_parallel_analysis_equals_the_serial_one(base: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With chunks of two documents, invalid documents, one blob at two paths and uncommitted
+    edits, the work tree, staged and --base reports are those of the serial path."""
+    from obsrepo.api import Repository
+    from obsrepo.gate import check
+
+    on_branch(base)
+    base.add(C, D)
+    base.write(f"observations/copies/{C.id}.md", C)  # the same blob as C, at a second path
+    base.write("observations/2026/02/13/obs-20260213-102500-0091.md", b"---\nspec: observation/v1\nid: [\n---\n")
+    base.write("observations/2026/02/13/obs-20260213-102500-0092.md", b"\xef\xbb\xbf---\n---\n")
+    base.commit("more, some invalid")
+    base.write(A.path, A + "\nedited, not committed\n")
+    base.write(f"observations/2026/02/13/{obs_id(7)}.md", observation(obs_id(7)))
+    base.git("add", f"observations/2026/02/13/{obs_id(7)}.md")
+
+    def reports() -> list[dict]:
+        with hermetic({**base.env, "OBSREPO_NO_CACHE": "1"}):
+            repository = Repository(str(base.path))
+            return [repository.check().as_dict(), repository.check(staged=True).as_dict(),
+                    repository.check(base="main").as_dict()]
+
+    serial = reports()
+    assert any(not report["ok"] for report in serial)
+    monkeypatch.setattr(check, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(check, "READ_CHUNK", 2)
+    assert reports() == serial

@@ -167,7 +167,7 @@ def analyze_source(source: Source, cache: AnalysisCache,
         else:
             analyses[item.path] = hit
     if len(todo) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
-        results = _analyze_parallel(source.read(todo))
+        results = _analyze_parallel(source, todo)
     else:
         # with the record: the index reuses it (gate/cache.py), so no document is parsed twice
         results = (_with_record(item, analyze(item.path, data, with_record=True)) for item, data in source.read(todo))
@@ -191,15 +191,36 @@ def _analyze_one(job: tuple[str, bytes]) -> tuple[list, Any]:
     return analysis.to_cache(), analysis.record_to_cache()
 
 
-def _analyze_parallel(items: Iterable[tuple[Listed, bytes]]) -> Iterable[tuple[Listed, Analysis, Any]]:
+READ_CHUNK = 1000  # documents a worker reads and analyses per task (one `git cat-file` for a git source)
+_FORKED: list[Source] = []  # the source forked workers read from
+
+
+def _analyze_chunk(items: list[Listed]) -> list[tuple[Listed, list, Any]]:
+    """In a forked worker: read `items` from the source and analyse them."""
+    return [(item, *_analyze_one((item.path, data))) for item, data in _FORKED[0].read(items)]
+
+
+def _analyze_parallel(source: Source, todo: list[Listed]) -> Iterable[tuple[Listed, Analysis, Any]]:
+    """Two worker processes analyse the documents. Forked workers read their own share (no
+    contents through pipes, reading overlaps analysing); spawned ones are sent the contents."""
     import multiprocessing
 
-    listed = list(items)
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with context.Pool(min(2, os.cpu_count() or 1), initializer=gc.disable) as pool:  # workers end with the job
-        rows = pool.imap(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
-        for (item, _), (row, record) in zip(listed, rows):  # in order, as each chunk is done (progress moves)
-            yield item, Analysis.from_cache(item.path, row), record
+    if not hasattr(os, "fork"):
+        listed = list(source.read(todo))
+        with multiprocessing.get_context("spawn").Pool(min(2, os.cpu_count() or 1)) as pool:
+            rows = pool.imap(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
+            for (item, _), (row, record) in zip(listed, rows):  # in order, as each chunk is done (progress moves)
+                yield item, Analysis.from_cache(item.path, row), record
+        return
+    chunks = [todo[start:start + READ_CHUNK] for start in range(0, len(todo), READ_CHUNK)]
+    _FORKED[:] = [source]
+    try:
+        with multiprocessing.get_context("fork").Pool(min(2, os.cpu_count() or 1), initializer=gc.disable) as pool:
+            for done in pool.imap(_analyze_chunk, chunks):  # workers end with the job: no collector
+                for item, row, record in done:
+                    yield item, Analysis.from_cache(item.path, row), record
+    finally:
+        _FORKED.clear()
 
 
 ENTITY_SCHEMAS = ENTITY_SCHEMAS_DIR
