@@ -309,9 +309,9 @@ def test_index_after_check_parses_nothing_and_check_after_index_hits_the_cache(m
     calls = []
     original = analyze_module.analyze
 
-    def counting(path, data, with_record=False):
+    def counting(path, data, *options):
         calls.append(path)
-        return original(path, data, with_record)
+        return original(path, data, *options)
 
     analyze_module.analyze = counting
     try:
