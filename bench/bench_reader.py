@@ -88,7 +88,7 @@ def stages(repo: str, count: int, runs: int, profile: bool) -> dict[str, float]:
         import cProfile
         import pstats
 
-        analyse()  # warm
+        chunk_path()  # warm: every import done
         profiler = cProfile.Profile()
         profiler.runcall(chunk_path)
         pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(28)

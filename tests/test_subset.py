@@ -32,7 +32,11 @@ def fields(doc: Document) -> tuple:
 
 
 def assert_same(data: bytes, path: str = PATH, with_analysis: bool = False) -> None:
-    """The same values with the same types (repr tells 1, 1.0 and True apart, and 0.0 and -0.0)."""
+    """The same values with the same types (repr tells 1, 1.0 and True apart, and 0.0 and -0.0).
+    The subset reader is also called alone: read_document would hide an exception of it."""
+    parts = split(data)
+    if parts is not None:
+        read_subset(parts[0])
     fast, strict = read_document(path, data), read_document(path, data, strict_only=True)
     assert repr(fields(fast)) == repr(fields(strict)), data
     if with_analysis:
@@ -137,6 +141,17 @@ def test_structures_read_the_same(front: str) -> None:
     assert_same(document(front), with_analysis=True)
     assert_same(document(front, "---\n---\nspec: x\n---\n"))  # `---` inside the body
     assert_same(document(front).replace(b"\n", b"\r\n"))
+
+
+def test_a_fault_of_the_subset_reader_leaves_the_strict_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from obsrepo.format import document as reader
+
+    def fault(text: str) -> None:
+        raise IndexError("a bug in the subset reader")
+
+    strict = [fields(read_document(path, data, strict_only=True)) for path, data in CORPUS[:40]]
+    monkeypatch.setattr(reader, "read_subset", fault)
+    assert [fields(read_document(path, data)) for path, data in CORPUS[:40]] == strict
 
 
 def test_bytes_the_fence_logic_sees_read_the_same() -> None:

@@ -138,7 +138,10 @@ def read_document(path: str, data: bytes, strict_only: bool = False) -> Document
         doc.issues.append(
             _issue(path, body_line + extra, 1, "front-matter-extra", "a second front-matter block; a document has exactly one")
         )
-    subset = None if strict_only else read_subset(front_text)  # exactly what the composer would build
+    try:
+        subset = None if strict_only else read_subset(front_text)  # exactly what the composer would build
+    except Exception:  # a fault of the fast reader never costs an answer: the strict reader decides
+        subset = None
     if subset is not None:
         doc.front, doc.locs = subset
         return doc
