@@ -84,7 +84,7 @@ class Repository:
     def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
         """`follow_head=False`: the index as it is (built at HEAD only when missing or damaged)."""
         if self._live is not None and follow_head and not any(v for k, v in settings.items() if k != "overlay"):
-            return self._live.lease()  # a kept-open index (MCP) serves committed state: no drafts' overlay
+            return self._live.lease()  # with a running watcher's overlay attached: the scope decides
         from .index import IndexFiles, reader_at_least
         from .index.store import watcher_pid
 

@@ -479,16 +479,20 @@ def watch(committed_only: bool, debounce: int, max_wait: int, quiet: bool, index
     committed; a draft that fails is reported here (path:line:col CODE message) and never hides
     a committed document. One watcher per index. Stops cleanly on Ctrl-C or SIGTERM.
     """
-    try:
-        import watchdog  # noqa: F401 - only to report its absence plainly
-    except ImportError:
-        raise errors.EnvironmentFault('`obsrepo watch` needs the watch extra: pip install "obsrepo[watch]"',
-                                      code=errors.INDEX_ERROR) from None
+    _need_watchdog()
     from ..watch.loop import Watcher
 
     Watcher(_repository(index_path), committed_only=committed_only, quiet=debounce / 1000, max_wait=max_wait / 1000,
             verbose=not quiet).run()
     return errors.EXIT_OK
+
+
+def _need_watchdog() -> None:
+    try:
+        import watchdog  # noqa: F401 - only to report its absence plainly
+    except ImportError:
+        raise errors.EnvironmentFault('watching needs the watch extra: pip install "obsrepo[watch]"',
+                                      code=errors.INDEX_ERROR) from None
 
 
 @main.command(epilog=examples("obsrepo status", "obsrepo status --format json"))
@@ -824,9 +828,11 @@ def show(observation_id: str, at: str | None, output_format: str, tenant: str | 
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="The address to listen on (http). Anything but loopback needs OBSREPO_MCP_TOKEN.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port (http; 0: any free port).")
+@click.option("--watch", "watch_tree", is_flag=True,
+              help="Run `obsrepo watch` in the server: answers include the work tree's valid drafts (\"uncommitted\": true).")
 @read_options
 @handled
-def mcp_command(transport: str, host: str, port: int, tenant: str | None, index_path: str | None) -> int:
+def mcp_command(transport: str, host: str, port: int, watch_tree: bool, tenant: str | None, index_path: str | None) -> int:
     """Serve the repository to agents over the Model Context Protocol.
 
     Agents query observations, read snapshots, provenance, relationships, timelines and
@@ -838,7 +844,13 @@ def mcp_command(transport: str, host: str, port: int, tenant: str | None, index_
     """
     from ..mcp import serve
 
-    serve(_repository(index_path, tenant), transport=transport, host=host, port=port)
+    watcher = None
+    if watch_tree:
+        _need_watchdog()
+        from ..watch.loop import Watcher
+
+        watcher = Watcher(_repository(index_path, None), verbose=False)
+    serve(_repository(index_path, tenant), transport=transport, host=host, port=port, watcher=watcher)
     return errors.EXIT_OK
 
 

@@ -6,7 +6,9 @@ request a cursor of it. Before every request `lease` resolves HEAD (one `git rev
 compares it with the commit the open generation reflects; when HEAD moved, or another process
 published a new generation, the index is brought to HEAD in this process (`build_index`: the
 usual plan and update, published atomically) and the new generation is opened. No request is
-answered from a commit older than HEAD at the moment it started.
+answered from a commit older than HEAD at the moment it started. A running watcher's overlay of
+uncommitted drafts (docs/design.md §13) is attached to each generation, and a new overlay file
+opens a new generation too; each read scope decides whether it shows the drafts.
 
 Requests may run on several threads at once: one thread at a time refreshes (the others wait
 for it, so none reads the old commit). DuckDB shares one database per file path within a
@@ -24,7 +26,7 @@ from typing import Any
 
 from ..gitstore import Git
 from . import build_index, reader_at_least
-from .store import IndexFiles
+from .store import IndexFiles, overlay_path
 
 
 def _identity(path: str) -> tuple[int, int, int] | None:
@@ -38,10 +40,12 @@ def _identity(path: str) -> tuple[int, int, int] | None:
 class _Generation:
     """An open connection to one published index file, and how many requests use it."""
 
-    def __init__(self, con: Any, commit: str, identity: tuple[int, int, int] | None) -> None:
+    def __init__(self, con: Any, commit: str, identity: tuple[int, int, int] | None,
+                 drafts: tuple[int, int, int] | None) -> None:
         self.con = con
         self.commit = commit
         self.identity = identity
+        self.drafts = drafts  # the watcher's overlay file as it was when this generation opened
         self.users = 0
 
 
@@ -82,9 +86,10 @@ class LiveIndex:
         with self._refresh:
             head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
             current = self._current
-            if current is None or current.commit != head or _identity(self.files.path) != current.identity:
+            if (current is None or current.commit != head or _identity(self.files.path) != current.identity
+                    or _identity(overlay_path(self.files.path)) != current.drafts):
                 self._close_current()
-                self._open(lambda: reader_at_least(self.git, self.files, head, progress=self.progress))
+                self._open(lambda: reader_at_least(self.git, self.files, head, progress=self.progress, overlay=True))
             with self._state:
                 generation = self._current
                 assert generation is not None
@@ -116,6 +121,7 @@ class LiveIndex:
             self._current = None
 
     def _open(self, connect: Callable[[], Any]) -> None:
+        drafts = _identity(overlay_path(self.files.path))  # before attaching: a newer one reopens again
         con = connect()
         try:
             commit = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
@@ -124,7 +130,7 @@ class LiveIndex:
             con.close()
             raise
         with self._state:
-            self._current = _Generation(con, commit, identity)
+            self._current = _Generation(con, commit, identity, drafts)
 
     def _release(self, generation: _Generation) -> None:
         with self._state:
