@@ -19,7 +19,7 @@ WHERE = ("as one new commit on the server's proposal branch (`obsrepo mcp --bran
 
 
 def _described(function: Any) -> Any:
-    function.__doc__ = f"{(function.__doc__ or '').rstrip()} Written {WHERE}"
+    function.__doc__ = f"{(function.__doc__ or '').rstrip()}\n\n    Written {WHERE}"
     return function
 
 
