@@ -16,6 +16,7 @@ nothing of the product, so tests judge it from outside.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -256,3 +257,17 @@ def hermetic(env: dict[str, str]) -> Iterator[None]:
         for key, value in env.items():
             mp.setenv(key, value)
         yield
+
+
+def fingerprint(repo: Repo, *moving: str) -> dict[str, object]:
+    """Everything a write to the proposal branches `moving` must leave alone: HEAD, every other
+    ref, git's index and the work tree, byte for byte."""
+    files = {}
+    for path in sorted(repo.path.rglob("*")):
+        rel = path.relative_to(repo.path).as_posix()
+        if path.is_file() and not rel.startswith((".git/", ".obsrepo/")):
+            files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    refs = [line for line in repo.git("for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+            if line.split()[0] not in {f"refs/heads/{branch}" for branch in moving}]
+    return {"HEAD": (repo.path / ".git" / "HEAD").read_bytes(), "refs": refs, "files": files,
+            "index": (repo.path / ".git" / "index").read_bytes(), "status": repo.git("status", "--porcelain")}

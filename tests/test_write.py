@@ -3,13 +3,13 @@ objects; the work tree, git's index, HEAD and the checked-out branch stay byte-i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import helpers
 import pytest
 from helpers import Repo, observation
 from obsrepo.api import Repository
@@ -23,17 +23,7 @@ OTHER = observation("obs-20260213-102500-0003", entity="company/gamma", fields={
 
 
 def fingerprint(repo: Repo) -> dict[str, object]:
-    """Everything a write must leave alone: HEAD, every ref but the proposal branch's, git's
-    index and the work tree, byte for byte."""
-    files = {}
-    for path in sorted(repo.path.rglob("*")):
-        rel = path.relative_to(repo.path).as_posix()
-        if path.is_file() and not rel.startswith((".git/", ".obsrepo/")):
-            files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    refs = [line for line in repo.git("for-each-ref", "--format=%(refname) %(objectname)").splitlines()
-            if not line.startswith(f"refs/heads/{BRANCH} ")]
-    return {"HEAD": (repo.path / ".git" / "HEAD").read_bytes(), "refs": refs, "files": files,
-            "index": (repo.path / ".git" / "index").read_bytes(), "status": repo.git("status", "--porcelain")}
+    return helpers.fingerprint(repo, BRANCH)
 
 
 def branch_tip(repo: Repo) -> str | None:

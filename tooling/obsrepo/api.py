@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -22,10 +23,11 @@ from .read.query import QueryRequest
 class Repository:
     def __init__(self, path: str = ".", *, index: str | None = None, tenant: dict[str, str] | None = None,
                  progress: Callable[[int, int], None] | None = None, overlay: bool = True,
-                 max_classification: str | None = None) -> None:
+                 max_classification: str | None = None, branch: str | None = None) -> None:
         """`progress(done, total)` is called while a missing or outdated index is built for a read.
         `overlay`: whether `query` shows a running watcher's uncommitted drafts (docs/design.md §13).
-        `max_classification` is the caller's ceiling (docs/design.md §14): nothing above it is read."""
+        `max_classification` is the caller's ceiling (docs/design.md §14): nothing above it is read.
+        `branch`: the proposal branch of writes that name none (default obsrepo/proposals)."""
         git = Git.discover(path)
         if git is None:
             where = os.path.abspath(path)
@@ -42,6 +44,10 @@ class Repository:
         self._live: Any = None  # a LiveIndex once `keep_open` was called
         self.overlay = overlay
         self.max_classification = _ceiling(max_classification, None)
+        if branch is not None and not git.valid_branch_name(branch):
+            raise UsageError(f"'{branch}' is not a valid branch name", parameter="--branch")
+        self.branch = branch
+        self._writing = threading.RLock()  # one write at a time per process: the rule state is shared
 
     def keep_open(self) -> None:
         """Serve many reads from one long-running process (the MCP server): keep a read-only
@@ -274,15 +280,18 @@ class Repository:
 
     def propose(self, front: dict[str, Any], body: str = "", *, branch: str | None = None,
                 tool: str = "propose") -> dict[str, Any]:
-        """Write one new observation as one new commit on the proposal branch (default
-        obsrepo/proposals, made from HEAD when missing), checked as `check --base` would check
-        the branch; the work tree and the checked-out branch stay as they are.
-        Returns {"id", "path", "content_hash", "commit", "branch"}."""
+        """Write one new observation as one new commit on the proposal branch (`branch`, else the
+        repository's, else obsrepo/proposals; made from HEAD when missing), checked as `check
+        --base` would check the branch; the work tree and the checked-out branch stay as they
+        are. Returns {"id", "path", "content_hash", "commit", "branch"}. Writes of one process
+        (the MCP server's threads) run one at a time; other processes race through the branch's
+        compare-and-swap update."""
         from .write.proposal import propose
         from .write.statements import stamp_tenant
 
-        return propose(self.git, self._tree_states(), stamp_tenant(front, self.tenant), body, branch=branch,
-                       tool=tool).as_dict()
+        front = stamp_tenant(front, self.tenant)
+        with self._writing:
+            return propose(self.git, self._tree_states(), front, body, branch=branch or self.branch, tool=tool).as_dict()
 
     def correct(self, entity: str, field: str, value: Any, *, reason: str, branch: str | None = None,
                 commit: bool = True, source: str | None = None) -> dict[str, Any]:
@@ -291,23 +300,25 @@ class Repository:
         (earlier proposals count), else at HEAD; with commit=False (the work tree) at HEAD."""
         from .write.statements import correction, target_tenant
 
-        at = self._statement_base(branch, commit)
-        found = self.provenance(entity, field, at=at)
-        winner = found["observation_id"]
-        winner = winner[0] if isinstance(winner, list) else winner
-        tenant = target_tenant(self._documents(at, commit), winner, self.tenant)
-        front = correction(entity, field, value, winner, tenant, reason=reason, source=source or self._source())
-        return self._write(front, branch, commit, "correct")
+        with self._writing:
+            at = self._statement_base(branch, commit)
+            found = self.provenance(entity, field, at=at)
+            winner = found["observation_id"]
+            winner = winner[0] if isinstance(winner, list) else winner
+            tenant = target_tenant(self._documents(at, commit), winner, self.tenant)
+            front = correction(entity, field, value, winner, tenant, reason=reason, source=source or self._source())
+            return self._write(front, branch, commit, "correct")
 
     def retract(self, obs_id: str, *, reason: str, branch: str | None = None, commit: bool = True,
                 source: str | None = None) -> dict[str, Any]:
         """Withdraw an observation from queries and snapshots: a new observation that `retracts` it."""
         from .write.statements import retraction, target_tenant
 
-        at = self._statement_base(branch, commit)
-        tenant = target_tenant(self._documents(at, commit), obs_id, self.tenant)
-        return self._write(retraction(obs_id, tenant, reason=reason, source=source or self._source()),
-                           branch, commit, "retract")
+        with self._writing:
+            at = self._statement_base(branch, commit)
+            tenant = target_tenant(self._documents(at, commit), obs_id, self.tenant)
+            return self._write(retraction(obs_id, tenant, reason=reason, source=source or self._source()),
+                               branch, commit, "retract")
 
     def relate(self, source_entity: str, relation_type: str, target: str, *, branch: str | None = None,
                commit: bool = True, source: str | None = None) -> dict[str, Any]:
@@ -344,7 +355,7 @@ class Repository:
         from .write.proposal import DEFAULT_BRANCH
 
         if commit:
-            tip, _ = self.git.branch_tip(branch or DEFAULT_BRANCH)
+            tip, _ = self.git.branch_tip(branch or self.branch or DEFAULT_BRANCH)
             if tip:
                 return tip
         return self.git.resolve("HEAD")
