@@ -243,6 +243,36 @@ class Repo:
         return CheckResult(proc, data)
 
 
+PROPOSALS = "obsrepo/proposals"
+
+
+def fingerprint(repo: Repo, branch: str = PROPOSALS) -> dict[str, object]:
+    """Everything a write on a proposal `branch` must leave alone: HEAD, every other ref, git's
+    index and the work tree, byte for byte."""
+    import hashlib
+
+    files = {}
+    for path in sorted(repo.path.rglob("*")):
+        rel = path.relative_to(repo.path).as_posix()
+        if path.is_file() and not rel.startswith((".git/", ".obsrepo/")):
+            files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    refs = [line for line in repo.git("for-each-ref", "--format=%(refname) %(objectname)").splitlines()
+            if not line.startswith(f"refs/heads/{branch} ")]
+    return {"HEAD": (repo.path / ".git" / "HEAD").read_bytes(), "refs": refs, "files": files,
+            "index": (repo.path / ".git" / "index").read_bytes(), "status": repo.git("status", "--porcelain")}
+
+
+def check_branch(repo: Repo, branch: str = PROPOSALS, base: str = "main") -> None:
+    """`obsrepo check --base BASE` in a work tree of the branch is clean."""
+    where = repo.path.parent / f"wt-{abs(hash(branch))}"
+    repo.git("worktree", "add", "-q", "--detach", str(where), branch)
+    try:
+        result = repo.check("--base", base, cwd=where)
+        assert result.returncode == 0 and not result.issues, result
+    finally:
+        repo.git("worktree", "remove", "--force", str(where))
+
+
 @contextlib.contextmanager
 def hermetic(env: dict[str, str]) -> Iterator[None]:
     """In-process calls see the same environment as the test's git and obsrepo processes:

@@ -3,7 +3,6 @@ objects; the work tree, git's index, HEAD and the checked-out branch stay byte-i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -11,29 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import Repo, observation
+from helpers import PROPOSALS, Repo, check_branch, fingerprint, observation
 from obsrepo.api import Repository
 from obsrepo.errors import ObsrepoError
 
-BRANCH = "obsrepo/proposals"
+BRANCH = PROPOSALS
 ACME = observation("obs-20260213-102500-0001", entity="company/acme", fields={"name": "Acme", "phone": "1"},
                    tenant={"org": "north"})
 BETA = observation("obs-20260213-102500-0002", entity="company/beta", fields={"name": "Beta"}, tenant={"org": "north"})
 OTHER = observation("obs-20260213-102500-0003", entity="company/gamma", fields={"name": "Gamma"}, tenant={"org": "south"})
-
-
-def fingerprint(repo: Repo) -> dict[str, object]:
-    """Everything a write must leave alone: HEAD, every ref but the proposal branch's, git's
-    index and the work tree, byte for byte."""
-    files = {}
-    for path in sorted(repo.path.rglob("*")):
-        rel = path.relative_to(repo.path).as_posix()
-        if path.is_file() and not rel.startswith((".git/", ".obsrepo/")):
-            files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    refs = [line for line in repo.git("for-each-ref", "--format=%(refname) %(objectname)").splitlines()
-            if not line.startswith(f"refs/heads/{BRANCH} ")]
-    return {"HEAD": (repo.path / ".git" / "HEAD").read_bytes(), "refs": refs, "files": files,
-            "index": (repo.path / ".git" / "index").read_bytes(), "status": repo.git("status", "--porcelain")}
 
 
 def branch_tip(repo: Repo) -> str | None:
@@ -53,17 +38,6 @@ def based(make_repo, monkeypatch: pytest.MonkeyPatch) -> Repo:
     repo.add(ACME, BETA, OTHER)
     repo.commit("base")
     return repo
-
-
-def check_branch(repo: Repo, branch: str = BRANCH) -> None:
-    """`obsrepo check --base main` in a work tree of the branch is clean."""
-    where = repo.path.parent / f"wt-{abs(hash(branch))}"
-    repo.git("worktree", "add", "-q", "--detach", str(where), branch)
-    try:
-        result = repo.check("--base", "main", cwd=where)
-        assert result.returncode == 0 and not result.issues, result
-    finally:
-        repo.git("worktree", "remove", "--force", str(where))
 
 
 def cli_json(repo: Repo, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:

@@ -1,11 +1,13 @@
-"""The front matter of stewardship statements (docs/design.md §11): a correction, a retraction,
-a relation, a merge. Each is an ordinary new observation; nothing is ever edited."""
+"""The front matter of stewardship statements (docs/design.md §11, §14): a correction, a
+retraction, a relation, a merge, feedback on an observation, a reclassification. Each is an
+ordinary new observation; nothing is ever edited."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError, NotFoundError
+from ..errors import InputError, NotFoundError, UsageError
+from ..format.vocabulary import CLASSIFICATIONS, FEEDBACK_OUTCOMES
 from ..gate.addition import RuleState
 from ..gate.graph import visible
 
@@ -65,3 +67,36 @@ def relation(source_entity: str, relation_type: str, target: str, *, source: str
 def merge(from_entity: str, into_entity: str, *, reason: str, source: str) -> dict[str, Any]:
     return {"source": source, "event": f"Merge {from_entity} into {into_entity}: {reason}", "type": "merge",
             "entity": from_entity, "relations": [{"type": "DUPLICATE_OF", "target": into_entity}]}
+
+
+def feedback(target: str, outcome: str, tenant: dict[str, str], *, session: str | None, source: str,
+             timestamp: str | None = None) -> dict[str, Any]:
+    """Feedback on `target` (accepted, rejected, rework, misleading), in `tenant`: the writer's
+    binding, else the target's own (the target must be visible to it)."""
+    if outcome not in FEEDBACK_OUTCOMES:
+        raise UsageError(f"--outcome is one of {', '.join(FEEDBACK_OUTCOMES)}", parameter="--outcome")
+    front: dict[str, Any] = {
+        "source": source, "event": f"Feedback on {target}: {outcome}", "type": "feedback",
+        "feedback": {"target": target, "outcome": outcome, **({"session": session} if session else {})},
+    }
+    if timestamp:
+        front["timestamp"] = timestamp
+    return _with_tenant(front, tenant)
+
+
+def reclassification(state: RuleState, targets: list[str], classification: str, binding: dict[str, str], *,
+                     source: str) -> dict[str, Any]:
+    """Raise `targets` (observations of one tenant, visible to `binding`) to `classification`."""
+    if classification not in CLASSIFICATIONS:
+        raise UsageError(f"--to is one of {', '.join(CLASSIFICATIONS)}", parameter="--to")
+    if not targets:
+        raise UsageError("name at least one observation", parameter="IDS")
+    owners = {tuple(sorted(target_tenant(state, t, binding).items())) for t in targets}
+    if len(owners) > 1:
+        raise UsageError("the observations belong to different tenants: reclassify each tenant's separately",
+                         parameter="IDS")
+    plural = "s" if len(targets) > 1 else ""
+    return _with_tenant({
+        "source": source, "event": f"Reclassified {len(targets)} observation{plural} as {classification}",
+        "type": "reclassify", "reclassify": {"targets": list(targets), "classification": classification},
+    }, dict(next(iter(owners))))
