@@ -449,3 +449,31 @@ def test_a_kept_rule_state_follows_comprehension_edits_made_by_others(repo):
         api.feedback(second.id, "rejected")
         assert api._tree_states().state is state and api._tree_states().tip == repo.sha(PROPOSALS)
     check_branch(repo)
+
+
+BELIEVER = """
+import sys
+from obsrepo.api import Repository
+repo = Repository(".")
+for obs_id in sys.argv[1:]:
+    assert repo.comprehend("comp-shared", obs_id, "neutral")["commit"]
+"""
+
+
+def test_concurrent_belief_updates_all_land_one_on_top_of_the_other(repo):
+    import subprocess
+    import sys
+
+    docs = [observation(f"obs-20260201-0900{n:02d}-{n:04d}") for n in range(1, 11)]
+    repo.add(*docs, comprehension("comp-shared", [docs[0].id]))
+    repo.commit("belief")
+    ids = [d.id for d in docs[1:]]
+    writers = [subprocess.Popen([sys.executable, "-c", BELIEVER, *ids[w::3]], cwd=repo.path, env=repo.env,
+                                stderr=subprocess.PIPE, text=True) for w in range(3)]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+    assert repo.git("rev-list", "--count", f"main..{PROPOSALS}") == "9"
+    text = repo.git("show", f"{PROPOSALS}:comprehension/comp-shared.md")
+    assert "version: 10" in text and all(obs_id in text for obs_id in ids)
+    check_branch(repo)
