@@ -397,11 +397,10 @@ class Repository:
         target's). One commit on the proposal branch, the target looked up at its tip (HEAD when
         it does not exist yet); with commit=False written into the work tree, the target looked
         up among the work tree's documents."""
-        from .write.statements import feedback, target_tenant
+        from .write.statements import feedback
 
-        owner = target_tenant(self._targets(branch, commit), target, self.tenant)
-        front = feedback(target, outcome, self.tenant or owner, session=session, source=source or self._source(),
-                         timestamp=timestamp)
+        front = feedback(self._targets(branch, commit), target, outcome, self.tenant, session=session,
+                         source=source or self._source(), timestamp=timestamp)
         return self._write(front, branch, commit, "feedback")
 
     def reclassify(self, targets: list[str], classification: str, *, source: str | None = None,
@@ -410,7 +409,8 @@ class Repository:
         is its body. The proposal branch or, with commit=False, the work tree (as `feedback`)."""
         from .write.statements import reclassification
 
-        front = reclassification(self._targets(branch, commit), list(targets), classification, self.tenant, source=source or self._source())
+        front = reclassification(self._targets(branch, commit), list(targets), classification, self.tenant,
+                                 source=source or self._source())
         return self._write(front, branch, commit, "reclassify", reason or "")
 
     def comprehend(self, comp_id: str, observation: str, effect: str, *, statement: str | None = None,

@@ -69,19 +69,20 @@ def merge(from_entity: str, into_entity: str, *, reason: str, source: str) -> di
             "entity": from_entity, "relations": [{"type": "DUPLICATE_OF", "target": into_entity}]}
 
 
-def feedback(target: str, outcome: str, tenant: dict[str, str], *, session: str | None, source: str,
-             timestamp: str | None = None) -> dict[str, Any]:
-    """Feedback on `target` (accepted, rejected, rework, misleading), in `tenant`: the writer's
-    binding, else the target's own (the target must be visible to it)."""
+def feedback(state: RuleState, target: str, outcome: str, binding: dict[str, str], *, session: str | None,
+             source: str, timestamp: str | None = None) -> dict[str, Any]:
+    """Feedback on `target` (accepted, rejected, rework, misleading), in the writer's `binding`,
+    else the target's own tenant (the target must be visible to it)."""
     if outcome not in FEEDBACK_OUTCOMES:
         raise UsageError(f"--outcome is one of {', '.join(FEEDBACK_OUTCOMES)}", parameter="--outcome")
+    owner = target_tenant(state, target, binding)
     front: dict[str, Any] = {
         "source": source, "event": f"Feedback on {target}: {outcome}", "type": "feedback",
         "feedback": {"target": target, "outcome": outcome, **({"session": session} if session else {})},
     }
     if timestamp:
         front["timestamp"] = timestamp
-    return _with_tenant(front, tenant)
+    return _with_tenant(front, binding or owner)
 
 
 def reclassification(state: RuleState, targets: list[str], classification: str, binding: dict[str, str], *,
