@@ -305,8 +305,10 @@ class Repository:
             found = self.provenance(entity, field, at=at)
             winner = found["observation_id"]
             winner = winner[0] if isinstance(winner, list) else winner
-            tenant = target_tenant(self._documents(at, commit), winner, self.tenant)
-            front = correction(entity, field, value, winner, tenant, reason=reason, source=source or self._source())
+            documents = self._documents(at, commit)
+            tenant = target_tenant(documents, winner, self.tenant)
+            front = correction(entity, field, value, winner, tenant, reason=reason, source=source or self._source(),
+                               winner_timestamp=documents.by_id[winner].get("timestamp"))
             return self._write(front, branch, commit, "correct")
 
     def retract(self, obs_id: str, *, reason: str, branch: str | None = None, commit: bool = True,
@@ -336,12 +338,12 @@ class Repository:
         front = merge(from_entity, into_entity, reason=reason, source=source or self._source())
         return self._write(front, branch, commit, "merge")
 
-    def _write(self, front: dict[str, Any], branch: str | None, commit: bool, tool: str) -> dict[str, Any]:
+    def _write(self, front: dict[str, Any], branch: str | None, commit: bool, tool: str, body: str = "") -> dict[str, Any]:
         if commit:
-            return self.propose(front, branch=branch, tool=tool)
+            return self.propose(front, body, branch=branch, tool=tool)
         if branch is not None:
             raise UsageError("--branch names the proposal branch of --commit", parameter="--branch")
-        return self.new(front)
+        return self.new(front, body)
 
     def _tree_states(self) -> Any:
         if self._states is None:
@@ -359,6 +361,11 @@ class Repository:
             if tip:
                 return tip
         return self.git.resolve("HEAD")
+
+    def _targets(self, branch: str | None, commit: bool) -> Any:
+        """The documents a statement may name: the proposal branch's tip (else HEAD) with
+        `commit`, else the work tree's."""
+        return self._documents(self._statement_base(branch, commit) if commit else "", commit)
 
     def _documents(self, at: str, commit: bool) -> Any:
         """The rule state of the documents a statement may name: the commit's tree, or, for the
@@ -397,30 +404,46 @@ class Repository:
 
     # -- stewardship and beliefs (docs/design.md §14) ------------------------------------
     def feedback(self, target: str, outcome: str, *, session: str | None = None, source: str | None = None,
-                 timestamp: str | None = None) -> Any:
-        """A feedback observation on `target` (accepted, rejected, rework, misleading) in the work
-        tree; returns `Created`. The index folds it into the target's weight."""
-        from .write.steward import DEFAULT_SOURCE, feedback
+                 timestamp: str | None = None, branch: str | None = None, commit: bool = True) -> dict[str, Any]:
+        """Feedback on observation `target` (accepted, rejected, rework, misleading): a new
+        observation the index folds into the target's weight, in the writer's tenant (else the
+        target's). One commit on the proposal branch, the target looked up at its tip (HEAD when
+        it does not exist yet); with commit=False written into the work tree, the target looked
+        up among the work tree's documents."""
+        from .write.statements import feedback
 
-        return feedback(self.root, target, outcome, session=session, source=source or DEFAULT_SOURCE,
-                        tenant=self.tenant, timestamp=timestamp)
+        front = feedback(self._targets(branch, commit), target, outcome, self.tenant, session=session,
+                         source=source or self._source(), timestamp=timestamp)
+        return self._write(front, branch, commit, "feedback")
 
     def reclassify(self, targets: list[str], classification: str, *, source: str | None = None,
-                   reason: str | None = None) -> Any:
-        """A reclassify observation raising `targets` to `classification`; returns `Created`."""
-        from .write.steward import DEFAULT_SOURCE, reclassify
+                   reason: str | None = None, branch: str | None = None, commit: bool = True) -> dict[str, Any]:
+        """A reclassify observation raising `targets` (one tenant's) to `classification`; `reason`
+        is its body. The proposal branch or, with commit=False, the work tree (as `feedback`)."""
+        from .write.statements import reclassification
 
-        return reclassify(self.root, list(targets), classification, source=source or DEFAULT_SOURCE,
-                          tenant=self.tenant, reason=reason)
+        front = reclassification(self._targets(branch, commit), list(targets), classification, self.tenant,
+                                 source=source or self._source())
+        return self._write(front, branch, commit, "reclassify", reason or "")
 
     def comprehend(self, comp_id: str, observation: str, effect: str, *, statement: str | None = None,
-                   reasoning: str | None = None) -> Any:
+                   reasoning: str | None = None, branch: str | None = None, commit: bool = True) -> dict[str, Any]:
         """The next version of a comprehension document after `observation` (confirm, contradict,
-        neutral); returns `Updated` (`changed` is False when it was already cited)."""
-        from .write.comprehend import comprehend
+        neutral): {"id", "path", "version", "previous_confidence", "confidence", "changed"};
+        `changed` is False when the observation was already cited (nothing written). The version
+        at the proposal branch's tip is updated in one commit there (the answer adds "commit",
+        None when nothing changed, and "branch"); with commit=False, the work tree's file."""
+        from .write.comprehend import Belief, comprehend, comprehend_commit
 
-        return comprehend(self.root, comp_id, observation, effect, statement=statement, reasoning=reasoning,
-                          tenant=self.tenant)
+        belief = Belief(comp_id, observation, effect, statement, reasoning)
+        if commit:
+            with self._writing:
+                return comprehend_commit(self.git, self._tree_states(), belief, tenant=self.tenant,
+                                         branch=branch or self.branch)
+        if branch is not None:
+            raise UsageError("--branch names the proposal branch of --commit", parameter="--branch")
+        belief.check()
+        return comprehend(self.root, self._targets(None, False), belief, tenant=self.tenant).as_dict()
 
     def comprehensions(self, *, domain: str | None = None, confidence: str | None = None, text: str | None = None,
                        limit: int = 50, offset: int = 0) -> dict[str, Any]:
