@@ -17,11 +17,12 @@ compare-and-swap), the new version made from the one at the tip it is committed 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -179,6 +180,45 @@ def publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[str
     first, build again on its tip. `build` returns (tree, commit message), or None when there is
     nothing to write. Returns (parent, new commit), or None when nothing was written."""
     identity = author_env()
+    with _writers_queue(git):
+        return _publish(git, branch, reason, build, identity)
+
+
+_COMMON_DIRS: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def _writers_queue(git: Git) -> Iterator[None]:
+    """Writers of one repository on this machine take turns (an exclusive `flock` on
+    `<git common dir>/obsrepo/proposals.lock`), so that none of them loses the ref update again
+    and again to the others; the compare-and-swap still guards against every other writer (a
+    push, another machine's clone on a shared disk). Without the lock (no fcntl, a read-only git
+    directory) writers only race."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on this platform
+        yield
+        return
+    common = _COMMON_DIRS.get(git.root)
+    if common is None:
+        common = git.run("rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip()
+        _COMMON_DIRS[git.root] = common
+    try:
+        os.makedirs(os.path.join(common, "obsrepo"), exist_ok=True)
+        handle = open(os.path.join(common, "obsrepo", "proposals.lock"), "a+b")  # noqa: SIM115 - closed below
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[str, str] | None],
+             identity: dict[str, str]) -> tuple[str, str] | None:
     for attempt in range(ATTEMPTS):
         tip, checked_out = git.branch_tip(branch)
         if checked_out:
