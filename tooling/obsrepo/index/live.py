@@ -24,9 +24,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import IndexFault
 from ..gitstore import Git
 from . import build_index, reader_at_least
-from .store import IndexFiles, overlay_path
+from .store import IndexFiles, open_reader, overlay_path
 
 
 def _identity(path: str) -> tuple[int, int, int] | None:
@@ -89,7 +90,7 @@ class LiveIndex:
             if (current is None or current.commit != head or _identity(self.files.path) != current.identity
                     or _identity(overlay_path(self.files.path)) != current.drafts):
                 self._close_current()
-                self._open(lambda: reader_at_least(self.git, self.files, head, progress=self.progress, overlay=True))
+                self._open(lambda: self._fresh(head))
             with self._state:
                 generation = self._current
                 assert generation is not None
@@ -99,6 +100,15 @@ class LiveIndex:
         except BaseException:
             self._release(generation)
             raise
+
+    def _fresh(self, head: str) -> Any:
+        """The index brought to `head` (nothing to do when it is there already), then opened
+        once; anything untrustworthy on the way is `reader_at_least`'s to repair."""
+        try:
+            build_index(self.git, self.files, head, progress=self.progress)
+            return open_reader(self.files.path, overlay=True)
+        except IndexFault:
+            return reader_at_least(self.git, self.files, head, progress=self.progress, overlay=True)
 
     def rebuild(self) -> None:
         """Rebuild the index from git (it was found damaged) and reopen it."""
