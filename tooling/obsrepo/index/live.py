@@ -38,6 +38,46 @@ def _identity(path: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+class _HeadCache:
+    """HEAD's commit, resolved again only when a file git moves HEAD with changed: HEAD itself,
+    the branch it names (loose) and `packed-refs`. Git replaces each by a rename, so a new inode,
+    size or time means a possible move; the stamp is taken before resolving, so a move between
+    the two only costs one more resolve. Repositories with the reftable format (refs in other
+    files) and anything unreadable are resolved every time."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self.dirs: tuple[str, str] | None = None
+        self.stamp: tuple | None = None
+        self.head = ""
+
+    def resolve(self) -> str:
+        stamp = self._stamp()
+        if stamp is not None and stamp == self.stamp:
+            return self.head
+        head = self.git.resolve("HEAD")
+        self.stamp, self.head = stamp, head
+        return head
+
+    def _stamp(self) -> tuple | None:
+        try:
+            if self.dirs is None:
+                out = self.git.run("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir").decode()
+                git_dir, common = out.splitlines()[:2]
+                self.dirs = (git_dir, common)
+            git_dir, common = self.dirs
+            if os.path.exists(os.path.join(common, "reftable")):
+                return None
+            with open(os.path.join(git_dir, "HEAD"), "rb") as handle:
+                text = handle.read(4096).decode("utf-8", "replace").strip()
+            files = [os.path.join(git_dir, "HEAD"), os.path.join(common, "packed-refs")]
+            if text.startswith("ref: refs/"):
+                files.append(os.path.join(common, *text[5:].split("/")))
+            return tuple((text, *(_identity(f) for f in files)))
+        except Exception:  # noqa: BLE001 - any doubt: resolve with git
+            return None
+
+
 class _Generation:
     """An open connection to one published index file, and how many requests use it."""
 
@@ -81,11 +121,12 @@ class LiveIndex:
         self._refresh = threading.Lock()  # one refresher at a time; requests wait for it
         self._state = threading.Condition()  # the current generation and its use count
         self._current: _Generation | None = None
+        self._heads = _HeadCache(git)
 
     def lease(self) -> Lease:
         """A cursor on an index that reflects HEAD (updated and reopened first when needed)."""
         with self._refresh:
-            head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
+            head = self._heads.resolve()  # GIT_ERROR when the repository has no commits yet
             current = self._current
             if (current is None or current.commit != head or _identity(self.files.path) != current.identity
                     or _identity(overlay_path(self.files.path)) != current.drafts):
