@@ -88,6 +88,7 @@ class _Generation:
         self.identity = identity
         self.drafts = drafts  # the watcher's overlay file as it was when this generation opened
         self.users = 0
+        self.memo: dict[tuple, Any] = {}  # answers that depend only on this generation (read/scope.py)
 
 
 class Lease:
@@ -99,6 +100,7 @@ class Lease:
         self._generation = generation
         self._cursor = generation.con.cursor()
         self.commit = generation.commit
+        self.memo = generation.memo
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)
