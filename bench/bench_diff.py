@@ -74,6 +74,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     repo = os.path.abspath(args.repo)
+    # an installed package has its bytecode compiled; a source checkout gets it on this first run
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     base = git(repo, "rev-parse", "HEAD")
     obsrepo(repo, "index")  # the index at BASE
     head = make_pull_request(repo, base)

@@ -13,8 +13,14 @@ Medians of:
   after commit  the first answer after a commit of 10 observations on the served branch (the
                 server updates its index in process first); beside `obsrepo query` after such a
                 commit (which updates the index too)
+  write         record_observation round trips on a warm server (one new commit each on its
+                proposal branch, checked); beside `obsrepo new --commit` (a whole process: its
+                rule state of the branch is built each time). The server's first write, which
+                builds that state once, is shown apart.
 
-It adds commits to REPO (work on a copy).
+It adds commits to REPO (work on a copy); the proposal branches (`bench/mcp-<pid>`,
+`bench/cli-<pid>`) are deleted at the end. The analysis cache is filled first (`obsrepo check`),
+as pre-commit or CI leave it.
 """
 
 from __future__ import annotations
@@ -81,8 +87,14 @@ async def timed_call(session: ClientSession, tool: str, arguments: dict[str, Any
     return elapsed, result
 
 
-def server(repo: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "obsrepo", "mcp"], cwd=repo, env=dict(os.environ))
+def server(repo: str, branch: str = "obsrepo/proposals") -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "obsrepo", "mcp", "--branch", branch], cwd=repo,
+                                 env=dict(os.environ))
+
+
+def observation(label: str, n: int) -> dict[str, Any]:
+    return {"source": "agent/bench", "event": f"bench {label} {n} {time.time_ns()}", "entity": f"task/bench-{n % 50}",
+            "fields": {"n": n}}
 
 
 async def start_to_first_answer(repo: str) -> float:
@@ -93,12 +105,14 @@ async def start_to_first_answer(repo: str) -> float:
         return time.perf_counter() - start
 
 
-async def warm(repo: str, questions: dict[str, tuple[str, dict[str, Any]]], reps: int, runs: int) -> tuple[dict, list, dict]:
-    """Medians of warm round trips, the first answers after commits, and answer sizes."""
+async def warm(repo: str, questions: dict[str, tuple[str, dict[str, Any]]], reps: int, runs: int,
+               branch: str) -> tuple[dict, list, dict, float, list]:
+    """Medians of warm round trips, the first answers after commits, answer sizes, the first
+    write and the later writes' round trips."""
     medians: dict[str, float] = {}
     sizes: dict[str, int] = {}
     after: list[float] = []
-    async with stdio_client(server(repo)) as (read, write), ClientSession(read, write) as session:
+    async with stdio_client(server(repo, branch)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         await session.list_tools()
         for name, (tool, arguments) in questions.items():
@@ -106,12 +120,15 @@ async def warm(repo: str, questions: dict[str, tuple[str, dict[str, Any]]], reps
             sizes[name] = len(result.content[0].text)
             times = [(await timed_call(session, tool, arguments))[0] for _ in range(reps)]
             medians[name] = statistics.median(times)
+        first, _ = await timed_call(session, "record_observation", {"observation": observation("mcp", 0)})
+        writes = [(await timed_call(session, "record_observation", {"observation": observation("mcp", n)}))[0]
+                  for n in range(1, reps + 1)]
         for serial in range(runs):
             add_commit(repo, 10, 1000 + serial)
             elapsed, result = await timed_call(session, "observation_query", {"scopeIds": [f"task/bench-mcp-{1000 + serial}"]})
             assert result.content[0].text.count("\n") == 9, result.content[0].text  # the 10 new observations
             after.append(elapsed)
-    return medians, after, sizes
+    return medians, after, sizes, first, writes
 
 
 def main() -> None:
@@ -122,6 +139,16 @@ def main() -> None:
     args = parser.parse_args()
     repo = os.path.abspath(args.repo)
     wall(OBSREPO + ["index", "--quiet"], repo)
+    wall(OBSREPO + ["check"], repo)  # fills the analysis cache the write path's rule state is built from
+    branches = {"mcp": f"bench/mcp-{os.getpid()}", "cli": f"bench/cli-{os.getpid()}"}
+    try:
+        measure(repo, args.runs, args.reps, branches)
+    finally:
+        for branch in branches.values():
+            subprocess.run(["git", "branch", "-q", "-D", branch], cwd=repo, stderr=subprocess.DEVNULL)
+
+
+def measure(repo: str, runs: int, reps: int, branches: dict[str, str]) -> None:
     scope, entity = pick(repo)
     questions = {
         "observation_query (scope, limit 20)": ("observation_query", {"scopeIds": [scope], "limit": 20}),
@@ -133,23 +160,33 @@ def main() -> None:
         "retrieve_entity_snapshot": ["snapshot", entity],
         "retrieve_related_entities (2 hops)": ["related", entity, "--hops", "2", "--format", "json"],
     }
-    starts = [anyio.run(start_to_first_answer, repo) for _ in range(args.runs)]
-    cli_start = statistics.median(wall(OBSREPO + ["query", "--limit", "1"], repo) for _ in range(args.runs))
-    medians, after, sizes = anyio.run(warm, repo, questions, args.reps, args.runs)
+    starts = [anyio.run(start_to_first_answer, repo) for _ in range(runs)]
+    cli_start = statistics.median(wall(OBSREPO + ["query", "--limit", "1"], repo) for _ in range(runs))
+    medians, after, sizes, first_write, writes = anyio.run(warm, repo, questions, reps, runs, branches["mcp"])
+    cli_writes = [wall(OBSREPO + ["new", "--source", "agent/bench", "--event", f"bench cli {n} {time.time_ns()}",
+                                  "--entity", f"task/bench-{n % 50}", "--field", f"n={n}", "--commit", "--branch", branches["cli"]],
+                       repo) for n in range(runs)]
     cli_after = []
-    for serial in range(args.runs):
+    for serial in range(runs):
         add_commit(repo, 10, 2000 + serial)
         cli_after.append(wall(OBSREPO + ["query", "--scope", f"task/bench-mcp-{2000 + serial}"], repo))
 
     print(f"scope {scope}; entity {entity}   (medians; MCP round trips measured by the SDK client over stdio)")
-    print(f"{'':40s} {'MCP':>10s} {'CLI':>10s}  ratio")
+    print(f"{'':44s} {'MCP':>10s} {'CLI':>10s}  CLI/MCP")
+
+    def row(name: str, mcp_seconds: float, cli_seconds: float, note: str = "") -> None:
+        print(f"{name:44s} {mcp_seconds * 1000:7.1f} ms {cli_seconds * 1000:7.0f} ms  {cli_seconds / mcp_seconds:6.1f}x  "
+              f"{note}".rstrip())
+
     for name, seconds in medians.items():
-        cli_seconds = statistics.median(wall(OBSREPO + cli[name], repo) for _ in range(args.runs))
-        print(f"{name:40s} {seconds * 1000:7.1f} ms {cli_seconds * 1000:7.0f} ms  {cli_seconds / seconds:5.1f}x  "
-              f"(answer {sizes[name]:,} characters)")
-    print(f"{'start to first answer (index up to date)':40s} {statistics.median(starts) * 1000:7.0f} ms {cli_start * 1000:7.0f} ms")
-    print(f"{'first answer after a commit of 10':40s} {statistics.median(after) * 1000:7.0f} ms "
-          f"{statistics.median(cli_after) * 1000:7.0f} ms")
+        row(name, seconds, statistics.median(wall(OBSREPO + cli[name], repo) for _ in range(runs)),
+            f"(answer {sizes[name]:,} characters)")
+    row("start to first answer (index up to date)", statistics.median(starts), cli_start)
+    row("first answer after a commit of 10", statistics.median(after), statistics.median(cli_after))
+    row("record_observation (warm) / new --commit", statistics.median(writes), statistics.median(cli_writes),
+        f"(target <= 150 ms; {len(writes)} writes, {len(cli_writes)} CLI runs)")
+    row("record_observation, the server's first", first_write, statistics.median(cli_writes),
+        "(builds the branch's rule state once)")
 
 
 if __name__ == "__main__":

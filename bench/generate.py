@@ -2,7 +2,7 @@
 """Generate a synthetic obsrepo repository for benchmarks.
 
     python3 bench/generate.py OUT_DIR --count N [--commits C] [--seed S]
-                              [--entities E] [--tenants T] [--force]
+                              [--entities E] [--tenants T] [--feedback F] [--force]
 
 Creates a fresh git repository at OUT_DIR holding N observation/v1 documents under
 `observations/YYYY/MM/DD/<id>.md`, committed over C commits on branch `main`, with
@@ -670,6 +670,7 @@ class Context:
         self.seen: dict[tuple[int, str], list[Entity]] = {}
         self.hashes: set[str] = set()  # tenant key + content hash
         self.ids: set[str] = set()
+        self.written: list[tuple[str, int]] = []  # (id, tenant index) of every observation, in order
         self.run = 0
 
 
@@ -914,6 +915,7 @@ def build_document(rng: random.Random, ctx: Context, ent: Entity | None, ts: int
         body = body.rstrip() + f"\n\n(item {seq})\n"  # practically never: make the content distinct
     ctx.hashes.add(tenant_key + digest)
     ctx.ids.add(obs_id)
+    ctx.written.append((obs_id, tenant_idx))
     lines[1] = f"id: {obs_id}"
 
     if ent is not None:
@@ -923,6 +925,35 @@ def build_document(rng: random.Random, ctx: Context, ent: Entity | None, ts: int
     text = "---\n" + "\n".join(lines) + "\n---\n" + body
     path = f"observations/{stamp[0:4]}/{stamp[4:6]}/{stamp[6:8]}/{obs_id}.md"
     return path, text.encode("utf-8")
+
+
+OUTCOMES = ["accepted"] * 10 + ["rejected"] * 4 + ["rework"] * 3 + ["misleading"] * 3
+HOT_TARGETS = 200  # a share of the feedback goes to a few observations (some pass 3 `misleading`)
+
+
+def build_feedback(frng: random.Random, ctx: Context, ts: int, seq: int) -> tuple[str, bytes]:
+    """One feedback observation on an observation written earlier, in its tenant (docs/design.md §14)."""
+    pool = ctx.written
+    if frng.random() < 0.3:
+        target, tenant_idx = pool[rpos(frng, min(HOT_TARGETS, len(pool)))]
+    else:
+        target, tenant_idx = pool[rpos(frng, len(pool))]
+    outcome = pick(frng, OUTCOMES)
+    session = f"s-{seq:06d}"
+    source = pick(frng, ["agent/ranker", "agent:planner", "human/alice", "agent/triage-bot"])
+    event = f"Feedback on {target}: {outcome}"
+    front: dict = {"timestamp": iso(ts), "source": source, "event": event, "type": "feedback",
+                   "feedback": {"target": target, "outcome": outcome, "session": session}}
+    lines = ["spec: observation/v1", "id: ", f"timestamp: {iso(ts)}", f"source: {source}", f"event: {q(event)}",
+             "type: feedback", f"feedback: {{target: {target}, outcome: {outcome}, session: {session}}}"]
+    if tenant_idx >= 0:
+        front["tenant"] = dict(ctx.tenants[tenant_idx])
+        lines += tenant_yaml(ctx.tenants[tenant_idx], False)
+    digest = hashlib.sha256((canonical_json(front) + "\n").encode("utf-8")).hexdigest()
+    stamp = iso(ts).replace("-", "").replace(":", "").replace("T", "-")[:15]
+    obs_id = f"obs-{stamp}-{digest[:8]}"
+    lines[1] = f"id: {obs_id}"
+    return f"observations/{stamp[0:4]}/{stamp[4:6]}/{stamp[6:8]}/{obs_id}.md", ("---\n" + "\n".join(lines) + "\n---\n").encode()
 
 
 # --------------------------------------------------------------------------------------
@@ -1016,7 +1047,8 @@ def run_git(out: str, *args: str, env: dict) -> None:
     subprocess.run(["git", "-C", out, *args], check=True, env=env, stdout=subprocess.DEVNULL)
 
 
-def generate(out: str, n: int, commits: int, seed: int, n_entities: int, n_tenants: int) -> tuple[int, int, float]:
+def generate(out: str, n: int, commits: int, seed: int, n_entities: int, n_tenants: int,
+             feedback: int = 0) -> tuple[int, int, float]:
     """Build the repository; returns (files, commits, the perf_counter time fast-import finished)."""
     rng = random.Random(seed)
     tenants = [dict(TENANTS[i]) if i < len(TENANTS) else {"org": f"org-{i}", "project": f"p{i % 5}"}
@@ -1033,7 +1065,7 @@ def generate(out: str, n: int, commits: int, seed: int, n_entities: int, n_tenan
                             stdin=subprocess.PIPE, env=env)
     assert proc.stdin is not None
     try:
-        files = stream(proc.stdin.write, rng, ctx, batches)
+        files = stream(proc.stdin.write, rng, ctx, batches, feedback, random.Random(seed * 7919 + 17))
         proc.stdin.close()
     except BaseException:
         proc.kill()
@@ -1047,8 +1079,11 @@ def generate(out: str, n: int, commits: int, seed: int, n_entities: int, n_tenan
     return files, len(batches), imported
 
 
-def stream(write, rng: random.Random, ctx: Context, batches: list[list[Entity | None]]) -> int:
-    """Generate every document and write the fast-import stream; returns the file count."""
+def stream(write, rng: random.Random, ctx: Context, batches: list[list[Entity | None]], feedback: int = 0,
+           frng: random.Random | None = None) -> int:
+    """Generate every document and write the fast-import stream; returns the file count.
+    `feedback` documents (made with `frng` alone, so the other documents do not change) are
+    spread over the commits, each on an observation of the same or an earlier commit."""
     total = sum(len(b) for b in batches)
     avg_gap = max(1.0, SPAN / max(total, 1) - 1)
     ts = START
@@ -1067,10 +1102,16 @@ def stream(write, rng: random.Random, ctx: Context, batches: list[list[Entity | 
             path, data = build_document(rng, ctx, ent, ts, files)
             files += 1
             parts.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data))
+        regular = len(batch)
+        for k in range(feedback * c // len(batches), feedback * (c + 1) // len(batches)):
+            if frng is not None and ctx.written:
+                path, data = build_feedback(frng, ctx, ts + k % 60, k)
+                files += 1
+                parts.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data))
         commit_ts = max(commit_ts + 1, ts + rint(rng, 30, 900)) if c else max(START, ts + rint(rng, 30, 900))
         name, email = AUTHORS[rng.choices(range(len(AUTHORS)), [5, 2, 2, 2, 1])[0]]
         msg = pick(rng, MESSAGES).format(
-            n=len(batch), src=pick(rng, ["billing-extractor", "crm-sync", "github", "telegram", "planner"]),
+            n=regular, src=pick(rng, ["billing-extractor", "crm-sync", "github", "telegram", "planner"]),
             c=c + 1, pr=100 + c, date=day(commit_ts),
         ).encode() + b"\n"
         head = b"commit refs/heads/main\nmark :%d\nauthor %s <%s> %d +0000\ncommitter %s <%s> %d +0000\ndata %d\n%s" % (
@@ -1094,14 +1135,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", "-s", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--entities", "-e", type=int, help="number of entities (default max(50, N // 20))")
     p.add_argument("--tenants", "-t", type=int, default=3, help="number of tenants (default 3; 0 = none)")
+    p.add_argument("--feedback", "-f", type=int, default=0,
+                   help="also this many feedback observations, spread over the commits (default 0)")
     p.add_argument("--force", action="store_true", help="delete OUT_DIR first if it exists")
     a = p.parse_args(argv)
     if a.count < 1:
         p.error("--count must be at least 1")
     commits = a.commits if a.commits is not None else max(10, a.count // 200)
     entities = a.entities if a.entities is not None else max(50, a.count // 20)
-    if commits < 1 or entities < 1 or a.tenants < 0:
-        p.error("--commits and --entities must be at least 1, --tenants at least 0")
+    if commits < 1 or entities < 1 or a.tenants < 0 or a.feedback < 0:
+        p.error("--commits and --entities must be at least 1, --tenants and --feedback at least 0")
 
     out = os.path.abspath(a.out)
     if os.path.lexists(out):
@@ -1116,7 +1159,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(out)
 
     started = time.perf_counter()
-    files, made, imported = generate(out, a.count, commits, a.seed, entities, a.tenants)
+    files, made, imported = generate(out, a.count, commits, a.seed, entities, a.tenants, a.feedback)
     done = time.perf_counter()
     print(f"generated {out}: {files} files, {made} commits, {entities} entities, {a.tenants} tenants, "
           f"seed {a.seed}, {done - started:.1f}s (generate+fast-import {imported - started:.1f}s, "

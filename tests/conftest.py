@@ -33,15 +33,14 @@ settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "repeatable")
 
 
-@pytest.fixture
-def make_repo(tmp_path: Path) -> Callable[..., Repo]:
-    """A factory: make_repo(name="repo", init=True) → Repo at tmp_path/name (`git init -b main` unless init=False)."""
-    home = tmp_path / "_home"
+def repo_factory(folder: Path) -> Callable[..., Repo]:
+    """factory(name="repo", init=True) → Repo at folder/name (`git init -b main` unless init=False)."""
+    home = folder / "_home"
     home.mkdir()
-    env = git_env(home, tmp_path)
+    env = git_env(home, folder)
 
     def factory(name: str = "repo", *, init: bool = True) -> Repo:
-        path = tmp_path / name
+        path = folder / name
         path.mkdir()
         repo = Repo(path, env, factory)
         if init:
@@ -49,6 +48,18 @@ def make_repo(tmp_path: Path) -> Callable[..., Repo]:
         return repo
 
     return factory
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., Repo]:
+    """A factory: make_repo(name="repo", init=True) → Repo at tmp_path/name (`git init -b main` unless init=False)."""
+    return repo_factory(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def make_module_repo(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Repo]:
+    """make_repo for repositories shared by the tests of one module (a server kept open for all of them)."""
+    return repo_factory(tmp_path_factory.mktemp("module"))
 
 
 @pytest.fixture

@@ -34,3 +34,24 @@ def test_a_replace_ref_never_changes_what_an_object_id_reads(repo):
     assert git.read_blobs_at_once([blob])[0].decode() == str(doc)
     assert [data for _, data in git.read_blobs([blob])][0].decode() == str(doc)
     assert git.run("cat-file", "blob", blob).decode() == str(doc)
+
+
+def test_a_file_is_replaced_along_its_path_only_when_it_holds_the_expected_blob(repo):
+    doc = observation("obs-20260213-102500-0001")
+    repo.add(doc)
+    repo.write("comprehension/comp-x.md", "version 1\n")
+    repo.write("comprehension/comp-y.md", "other\n")
+    repo.git("add", "-A")
+    repo.git("update-index", "--chmod=+x", "comprehension/comp-x.md")
+    repo.git("commit", "-q", "-m", "base")
+    git = Git(str(repo.path))
+    old = repo.git("rev-parse", "HEAD:comprehension/comp-x.md")
+    new = git.write_blob(b"version 2\n")
+    tree = git.tree_with_file(repo.sha(), "comprehension/comp-x.md", new, replace=old)
+    before = repo.git("ls-tree", "-r", "HEAD").splitlines()
+    after = repo.git("ls-tree", "-r", tree).splitlines()
+    assert [line for line in after if line not in before] == [f"100755 blob {new}\tcomprehension/comp-x.md"]
+    assert len(after) == len(before)
+    for path, expected in (("comprehension/comp-x.md", new), ("comprehension/comp-z.md", old), (doc.path, old)):
+        assert git.tree_with_file(repo.sha(), path, new, replace=expected) is None  # not that blob, or no file
+    assert git.tree_with_file(repo.sha(), "comprehension/comp-x.md", new) is None  # adding never replaces

@@ -949,3 +949,38 @@ def test_the_index_file_is_never_written_in_place(api: Repo, tmp_path: Path) -> 
         assert meta(index)["commit"] == api.sha()
     finally:
         handle.close()
+
+
+def test_a_kept_open_index_follows_every_way_head_moves(make_repo) -> None:
+    """The server's index resolves HEAD again only when a file git moves it with changed: a
+    commit, packed refs, a branch switch, a detached HEAD and a hard reset are each seen."""
+    from obsrepo.api import Repository
+    from obsrepo.read.query import QueryRequest
+
+    repo = make_repo()
+    repo.add(observation(obs_id(1)))
+    repo.commit("one")
+    with hermetic(repo.env):
+        library = Repository(str(repo.path))
+        library.keep_open()
+        try:
+            def ids() -> set[str]:
+                return {r["id"] for r in library.query(QueryRequest(limit=100))["observations"]}
+
+            assert ids() == {obs_id(1)}
+            repo.add(observation(obs_id(2)))
+            repo.commit("two")
+            assert ids() == {obs_id(1), obs_id(2)}
+            repo.git("pack-refs", "--all")
+            repo.add(observation(obs_id(3)))
+            repo.commit("three, over packed refs")
+            assert ids() == {obs_id(1), obs_id(2), obs_id(3)}
+            repo.git("checkout", "-q", "-b", "side", "HEAD~2")
+            assert ids() == {obs_id(1)}
+            repo.git("checkout", "-q", "--detach", "main")
+            assert ids() == {obs_id(1), obs_id(2), obs_id(3)}
+            repo.git("checkout", "-q", "main")
+            repo.git("reset", "-q", "--hard", "HEAD~1")
+            assert ids() == {obs_id(1), obs_id(2)}
+        finally:
+            library.close()

@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 READ_TOOLS = {"observation_query", "retrieve_entity_snapshot", "retrieve_field_provenance", "retrieve_entities",
               "retrieve_entity_by_identifier", "list_observations", "list_relationships", "retrieve_related_entities",
               "list_timeline_events", "retrieve_entity_history", "check_document"}
+WRITE_TOOLS = {"record_observation", "correct_field", "retract_observation", "create_relationship", "merge_entities",
+               "record_feedback", "update_comprehension"}
 
 
 def demo(make_repo: Callable[..., Repo]) -> Repo:
@@ -90,18 +92,22 @@ def test_tools_are_listed_with_closed_bounded_schemas(make_repo):
     async def scenario() -> None:
         async with stdio_session(repo) as session:
             tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-            assert set(tools) == READ_TOOLS
+            assert set(tools) == READ_TOOLS | WRITE_TOOLS
             for tool in tools.values():
                 schema = tool.input_schema
                 assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name
-                assert "tenant" not in schema["properties"]
+                assert "tenant" not in schema["properties"] and "branch" not in schema["properties"]
                 assert tool.description and len(tool.description) > 60, tool.name
-                assert tool.annotations.read_only_hint is True and tool.annotations.destructive_hint is False
+                assert tool.annotations.read_only_hint is (tool.name in READ_TOOLS), tool.name
+                assert tool.annotations.destructive_hint is False and tool.annotations.open_world_hint is False
+                assert tool.annotations.idempotent_hint is (tool.name in READ_TOOLS), tool.name
                 for name, spec in schema["properties"].items():
                     if spec.get("type") == "integer":
                         assert "minimum" in spec and "maximum" in spec, (tool.name, name)
                     if spec.get("type") == "string":
                         assert "maxLength" in spec or "enum" in spec, (tool.name, name)
+                    if spec.get("type") == "object":
+                        assert "maxProperties" in spec, (tool.name, name)
                     if name in ("limit",):
                         assert (spec["minimum"], spec["maximum"]) == (1, 1000)
             assert tools["retrieve_entity_snapshot"].input_schema["required"] == ["entity_id"]
@@ -389,7 +395,7 @@ def test_http_serves_the_tools_and_refuses_a_foreign_origin(make_repo):
         async def scenario() -> None:
             async with streamable_http_client(server.url) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
-                assert {t.name for t in (await session.list_tools()).tools} == READ_TOOLS
+                assert {t.name for t in (await session.list_tools()).tools} == READ_TOOLS | WRITE_TOOLS
                 assert await call(session, "retrieve_entity_snapshot", entity_id="company/initech") == \
                     cli_json(repo, "snapshot", "company/initech")
                 assert await call(session, "observation_query", limit=3) == cli(repo, "query", "--limit", "3").rstrip("\n")

@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from helpers import comprehension, hermetic, observation
+from helpers import PROPOSALS, check_branch, comprehension, fingerprint, hermetic, observation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from obsrepo.api import Repository
@@ -153,6 +153,55 @@ def test_feedback_command_writes_a_checked_document(repo):
     assert missing.returncode == 3 and json.loads(missing.stdout)["error"]["code"] == "REF_NOT_FOUND"
     other = repo.obsrepo("feedback", TARGET, "--outcome", "accepted", "--tenant", "org=globex")
     assert other.returncode == 3
+
+
+def _json(proc) -> dict:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_feedback_and_reclassify_commit_on_a_proposal_branch(repo):
+    repo.add(observation(TARGET, tenant={"org": "acme"}, event="invoice paid late", body="the payment came late"))
+    repo.commit("target")
+    before = fingerprint(repo)
+    out = _json(repo.obsrepo("feedback", TARGET, "--outcome", "misleading", "--session", "s-1", "--commit", "--format", "json"))
+    assert out["branch"] == PROPOSALS and out["commit"] == repo.sha(PROPOSALS)
+    assert repo.git("rev-parse", f"{PROPOSALS}^") == repo.sha("main")  # made from HEAD
+    assert fingerprint(repo) == before  # work tree, index, HEAD and main untouched
+    text = repo.git("show", f"{PROPOSALS}:{out['path']}")
+    assert "outcome: misleading" in text and "session: s-1" in text and "org: acme" in text
+    assert "Obsrepo-Tool: feedback" in repo.git("log", "-1", "--format=%B", PROPOSALS)
+    # the target is looked up at the branch's tip: one proposed there is found with --commit only
+    proposed = _json(repo.obsrepo("new", "--source", "agent/x", "--event", "proposed", "--tenant", "org=acme", "--commit",
+                                  "--format", "json"))
+    again = _json(repo.obsrepo("feedback", proposed["id"], "--outcome", "accepted", "--commit", "--format", "json"))
+    assert repo.git("rev-parse", f"{PROPOSALS}^") == proposed["commit"] and again["commit"] == repo.sha(PROPOSALS)
+    in_tree = repo.obsrepo("feedback", proposed["id"], "--outcome", "accepted", "--format", "json")
+    assert in_tree.returncode == 3 and _json(in_tree)["error"]["code"] == "REF_NOT_FOUND"
+    # …and a document only in the work tree is not a target for the branch
+    draft = observation("obs-20260203-090000-0003", event="not committed")
+    repo.add(draft)
+    tip = repo.sha(PROPOSALS)
+    refused = repo.obsrepo("feedback", draft.id, "--outcome", "accepted", "--commit", "--format", "json")
+    assert refused.returncode == 3 and _json(refused)["error"]["code"] == "REF_NOT_FOUND"
+    assert repo.sha(PROPOSALS) == tip
+    (repo.path / draft.path).unlink()
+    wrong = repo.obsrepo("feedback", TARGET, "--outcome", "accepted", "--branch", "x", "--format", "json")
+    assert wrong.returncode == 2 and _json(wrong)["error"]["details"]["parameter"] == "--branch"
+    # reclassify onto a branch of its own, made from HEAD too
+    before = fingerprint(repo, "review/classes")
+    cls = _json(repo.obsrepo("reclassify", TARGET, "--to", "restricted", "--reason", "holds a card number", "--commit",
+                             "--branch", "review/classes", "--format", "json"))
+    assert cls["branch"] == "review/classes" and repo.git("rev-parse", "review/classes^") == repo.sha("main")
+    doc = repo.git("show", f"review/classes:{cls['path']}")
+    assert "classification: restricted" in doc and "holds a card number" in doc and "org: acme" in doc
+    assert fingerprint(repo, "review/classes") == before
+    check_branch(repo, PROPOSALS)
+    check_branch(repo, "review/classes")
+    # merged, the feedback counts
+    repo.git("merge", "-q", "--ff-only", PROPOSALS)
+    with hermetic(repo.env):
+        assert _weights(Repository(str(repo.path)))[TARGET] == (pytest.approx(0.85), 1)
 
 
 # --- classification ---------------------------------------------------------------------------
@@ -376,3 +425,80 @@ def test_comprehend_writes_the_next_version(repo):
     assert json.loads(none.stdout)["total"] == 0
     bound = repo.obsrepo("comprehensions", "--tenant", "org=acme", "--format", "json")
     assert json.loads(bound.stdout)["total"] == 0  # it cites observations the binding cannot read
+
+
+def test_comprehend_commits_the_next_version_on_the_branch(repo):
+    first, second, third = (observation(f"obs-2026020{n}-090000-000{n}", type="payment.late") for n in (1, 2, 3))
+    repo.add(first, second, third, comprehension("comp-acme-payments", [first.id], domain="customers/acme"))
+    repo.commit("belief")
+    before = fingerprint(repo)
+    args = ("comprehend", "comp-acme-payments", "--commit", "--format", "json", "--observation")
+    out = _json(repo.obsrepo(*args, second.id, "--effect", "confirm"))
+    assert out == {"id": "comp-acme-payments", "path": "comprehension/comp-acme-payments.md", "version": 2,
+                   "previous_confidence": "medium", "confidence": "high", "changed": True,
+                   "commit": repo.sha(PROPOSALS), "branch": PROPOSALS}
+    assert repo.git("rev-parse", f"{PROPOSALS}^") == repo.sha("main")
+    assert repo.git("diff-tree", "-r", "--no-commit-id", "--name-status", PROPOSALS) == f"M\t{out['path']}"
+    assert fingerprint(repo) == before  # the work tree's file is still version 1
+    text = repo.git("show", f"{PROPOSALS}:{out['path']}")
+    assert "version: 2" in text and f"Observation {second.id} (payment.late) changed confidence from medium to high" in text
+    assert "Obsrepo-Tool: comprehend" in repo.git("log", "-1", "--format=%B", PROPOSALS)
+    # already cited at the branch's tip: no commit
+    tip = repo.sha(PROPOSALS)
+    same = _json(repo.obsrepo(*args, second.id, "--effect", "confirm"))
+    assert same["changed"] is False and same["commit"] is None and same["version"] == 2 and repo.sha(PROPOSALS) == tip
+    # the next update starts from the branch's version, not the work tree's
+    contra = _json(repo.obsrepo(*args, third.id, "--effect", "contradict", "--statement", "Acme pays late"))
+    assert (contra["version"], contra["previous_confidence"], contra["confidence"]) == (3, "high", "medium")
+    assert repo.git("rev-parse", f"{PROPOSALS}^") == tip
+    for bad, code in ((("comprehend", "comp-nope", "--commit", "--observation", second.id, "--effect", "confirm"), 3),
+                      ((*args[:-1], "--observation", "obs-20260209-090000-0404", "--effect", "confirm"), 3),
+                      ((*args, third.id, "--effect", "contradict"), 2)):
+        refused = repo.obsrepo(*bad, *(() if "--format" in bad else ("--format", "json")))
+        assert refused.returncode == code, refused.stdout
+    assert repo.sha(PROPOSALS) == contra["commit"] and fingerprint(repo) == before
+    check_branch(repo)
+
+
+def test_a_kept_rule_state_follows_comprehension_edits_made_by_others(repo):
+    """A writer holding a Repository moves its rule state along another writer's belief update
+    (nothing the rules keep changed) instead of reading the whole tree again."""
+    first, second = (observation(f"obs-2026020{n}-090000-000{n}") for n in (1, 2))
+    repo.add(first, second, comprehension("comp-x", [first.id]))
+    repo.commit("belief")
+    with hermetic(repo.env):
+        api = Repository(str(repo.path))
+        api.feedback(first.id, "accepted")
+        state = api._tree_states().state
+        assert repo.obsrepo("comprehend", "comp-x", "--observation", second.id, "--effect", "neutral", "--commit").returncode == 0
+        api.feedback(second.id, "rejected")
+        assert api._tree_states().state is state and api._tree_states().tip == repo.sha(PROPOSALS)
+    check_branch(repo)
+
+
+BELIEVER = """
+import sys
+from obsrepo.api import Repository
+repo = Repository(".")
+for obs_id in sys.argv[1:]:
+    assert repo.comprehend("comp-shared", obs_id, "neutral")["commit"]
+"""
+
+
+def test_concurrent_belief_updates_all_land_one_on_top_of_the_other(repo):
+    import subprocess
+    import sys
+
+    docs = [observation(f"obs-20260201-0900{n:02d}-{n:04d}") for n in range(1, 11)]
+    repo.add(*docs, comprehension("comp-shared", [docs[0].id]))
+    repo.commit("belief")
+    ids = [d.id for d in docs[1:]]
+    writers = [subprocess.Popen([sys.executable, "-c", BELIEVER, *ids[w::3]], cwd=repo.path, env=repo.env,
+                                stderr=subprocess.PIPE, text=True) for w in range(3)]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+    assert repo.git("rev-list", "--count", f"main..{PROPOSALS}") == "9"
+    text = repo.git("show", f"{PROPOSALS}:comprehension/comp-shared.md")
+    assert "version: 10" in text and all(obs_id in text for obs_id in ids)
+    check_branch(repo)

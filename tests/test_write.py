@@ -3,7 +3,6 @@ objects; the work tree, git's index, HEAD and the checked-out branch stay byte-i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -11,29 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import Repo, observation
+from helpers import PROPOSALS, Repo, check_branch, fingerprint, observation
 from obsrepo.api import Repository
 from obsrepo.errors import ObsrepoError
 
-BRANCH = "obsrepo/proposals"
+BRANCH = PROPOSALS
 ACME = observation("obs-20260213-102500-0001", entity="company/acme", fields={"name": "Acme", "phone": "1"},
                    tenant={"org": "north"})
 BETA = observation("obs-20260213-102500-0002", entity="company/beta", fields={"name": "Beta"}, tenant={"org": "north"})
 OTHER = observation("obs-20260213-102500-0003", entity="company/gamma", fields={"name": "Gamma"}, tenant={"org": "south"})
-
-
-def fingerprint(repo: Repo) -> dict[str, object]:
-    """Everything a write must leave alone: HEAD, every ref but the proposal branch's, git's
-    index and the work tree, byte for byte."""
-    files = {}
-    for path in sorted(repo.path.rglob("*")):
-        rel = path.relative_to(repo.path).as_posix()
-        if path.is_file() and not rel.startswith((".git/", ".obsrepo/")):
-            files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    refs = [line for line in repo.git("for-each-ref", "--format=%(refname) %(objectname)").splitlines()
-            if not line.startswith(f"refs/heads/{BRANCH} ")]
-    return {"HEAD": (repo.path / ".git" / "HEAD").read_bytes(), "refs": refs, "files": files,
-            "index": (repo.path / ".git" / "index").read_bytes(), "status": repo.git("status", "--porcelain")}
 
 
 def branch_tip(repo: Repo) -> str | None:
@@ -53,17 +38,6 @@ def based(make_repo, monkeypatch: pytest.MonkeyPatch) -> Repo:
     repo.add(ACME, BETA, OTHER)
     repo.commit("base")
     return repo
-
-
-def check_branch(repo: Repo, branch: str = BRANCH) -> None:
-    """`obsrepo check --base main` in a work tree of the branch is clean."""
-    where = repo.path.parent / f"wt-{abs(hash(branch))}"
-    repo.git("worktree", "add", "-q", "--detach", str(where), branch)
-    try:
-        result = repo.check("--base", "main", cwd=where)
-        assert result.returncode == 0 and not result.issues, result
-    finally:
-        repo.git("worktree", "remove", "--force", str(where))
 
 
 def cli_json(repo: Repo, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
@@ -253,3 +227,19 @@ def test_new_commit_refuses_outside_a_repository(tmp_path: Path, make_repo) -> N
     folder = make_repo("plain", init=False)
     proc = folder.obsrepo("new", "--source", "agent/x", "--event", "e", "--commit", "--format", "json")
     assert proc.returncode == 4 and json.loads(proc.stdout)["error"]["code"] == "GIT_ERROR"
+
+
+def test_a_correction_outranks_the_correction_it_corrects_whatever_the_clock(based: Repo) -> None:
+    """Corrections rank among themselves by timestamp: a correction of a correction dated in the
+    future (or made within the same second) must still be the one that wins."""
+    ahead = observation("obs-20990101-000000-0009", entity="company/acme", fields={"phone": "+1 555"},
+                        priority=1000, corrects=[ACME.id], tenant={"org": "north"})
+    based.add(ahead)
+    based.commit("a correction dated 2099")
+    repo = Repository(str(based.path))
+    first = repo.correct("company/acme", "phone", "+44 20", reason="typo")
+    again = repo.correct("company/acme", "phone", "+44 20 7946", reason="full number")  # within the same second
+    snapshot = repo.snapshot("company/acme", at=BRANCH)
+    assert snapshot["snapshot"]["phone"] == "+44 20 7946" and snapshot["provenance"]["phone"] == again["id"]
+    texts = [based.git("show", f"{BRANCH}~{n}:{path}") for n, path in ((1, first["path"]), (0, again["path"]))]
+    assert "timestamp: 2099-01-01T00:00:01Z" in texts[0] and "timestamp: 2099-01-01T00:00:02Z" in texts[1]

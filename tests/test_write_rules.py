@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from helpers import observation
+from helpers import comprehension, observation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from obsrepo.api import Repository
@@ -26,6 +26,8 @@ document = st.fixed_dictionaries({
     "relations": st.lists(st.tuples(st.sampled_from(TYPES), st.sampled_from(ENTITIES)), max_size=2),
     "retracts": st.lists(st.integers(0, 30), max_size=1),
     "corrects": st.lists(st.integers(0, 30), max_size=1),
+    "feedback": st.lists(st.integers(0, 30), max_size=1),
+    "reclassify": st.lists(st.integers(0, 30), max_size=2),
     "event": st.sampled_from(["same", "other", None]),
     "second": st.integers(0, 3),
 })
@@ -48,6 +50,11 @@ def test_one_added_document_is_judged_as_the_full_repository_rules_judge_it(spec
         if spec["corrects"] and ids:
             front["corrects"] = [ids[spec["corrects"][0] % len(ids)]]
             front["priority"] = 1000
+        if spec["feedback"] and ids:  # feedback and reclassify targets: visible / same tenant
+            front["feedback"] = {"target": ids[spec["feedback"][0] % len(ids)], "outcome": "misleading"}
+        if spec["reclassify"] and ids:
+            front["reclassify"] = {"targets": sorted({ids[i % len(ids)] for i in spec["reclassify"]}),
+                                   "classification": "restricted"}
         doc = observation(f"obs-20260213-1025{spec['second']:02d}-{n:04d}", event=spec["event"] or f"event {n}",
                           body="", **front)
         analysis = analyze(doc.path, doc.encode())
@@ -69,6 +76,8 @@ write = st.one_of(
     st.tuples(st.just("retract"), st.integers(0, 20), st.just("")),
     st.tuples(st.just("relate"), st.sampled_from(ENTITIES), st.sampled_from(TYPES[:2] + ["part_of"])),
     st.tuples(st.just("merge"), st.sampled_from(ENTITIES), st.sampled_from(ENTITIES)),
+    st.tuples(st.just("feedback"), st.integers(0, 20), st.sampled_from(["accepted", "misleading"])),
+    st.tuples(st.just("comprehend"), st.integers(0, 20), st.sampled_from(["confirm", "contradict", "neutral"])),
 )
 
 
@@ -81,6 +90,7 @@ def test_whatever_writes_are_accepted_the_branch_checks_clean(make_repo, monkeyp
         monkeypatch.setenv(key, value)
     for n, entity in enumerate(ENTITIES[:3], 1):
         repo.add(observation(f"obs-20260213-102500-{n:04d}", entity=entity, fields={"name": entity, "phone": str(n)}))
+    repo.add(comprehension("comp-base", ["obs-20260213-102500-0003"]))
     repo.commit("base")
     writer = Repository(str(repo.path))
     written: list[str] = ["obs-20260213-102500-0001", "obs-20260213-102500-0002"]
@@ -96,6 +106,14 @@ def test_whatever_writes_are_accepted_the_branch_checks_clean(make_repo, monkeyp
                 result = writer.retract(written[first % len(written)], reason=f"r{n}")
             elif kind == "relate":
                 result = writer.relate(first, second, other)
+            elif kind == "feedback":
+                result = writer.feedback(written[first % len(written)], second)
+            elif kind == "comprehend":
+                result = writer.comprehend("comp-base", written[first % len(written)], second, statement=f"s{n}")
+                if result["commit"] is None:  # already cited: nothing written
+                    continue
+                accepted += 1
+                continue
             else:
                 result = writer.merge(first, second, reason=f"r{n}")
         except ObsrepoError as exc:

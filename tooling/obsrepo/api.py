@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -22,10 +23,11 @@ from .read.query import QueryRequest
 class Repository:
     def __init__(self, path: str = ".", *, index: str | None = None, tenant: dict[str, str] | None = None,
                  progress: Callable[[int, int], None] | None = None, overlay: bool = True,
-                 max_classification: str | None = None) -> None:
+                 max_classification: str | None = None, branch: str | None = None) -> None:
         """`progress(done, total)` is called while a missing or outdated index is built for a read.
         `overlay`: whether `query` shows a running watcher's uncommitted drafts (docs/design.md §13).
-        `max_classification` is the caller's ceiling (docs/design.md §14): nothing above it is read."""
+        `max_classification` is the caller's ceiling (docs/design.md §14): nothing above it is read.
+        `branch`: the proposal branch of writes that name none (default obsrepo/proposals)."""
         git = Git.discover(path)
         if git is None:
             where = os.path.abspath(path)
@@ -42,6 +44,10 @@ class Repository:
         self._live: Any = None  # a LiveIndex once `keep_open` was called
         self.overlay = overlay
         self.max_classification = _ceiling(max_classification, None)
+        if branch is not None and not git.valid_branch_name(branch):
+            raise UsageError(f"'{branch}' is not a valid branch name", parameter="--branch")
+        self.branch = branch
+        self._writing = threading.RLock()  # one write at a time per process: the rule state is shared
 
     def keep_open(self) -> None:
         """Serve many reads from one long-running process (the MCP server): keep a read-only
@@ -84,7 +90,7 @@ class Repository:
     def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
         """`follow_head=False`: the index as it is (built at HEAD only when missing or damaged)."""
         if self._live is not None and follow_head and not any(v for k, v in settings.items() if k != "overlay"):
-            return self._live.lease()  # a kept-open index (MCP) serves committed state: no drafts' overlay
+            return self._live.lease()  # with a running watcher's overlay attached: the scope decides
         from .index import IndexFiles, reader_at_least
         from .index.store import watcher_pid
 
@@ -274,15 +280,18 @@ class Repository:
 
     def propose(self, front: dict[str, Any], body: str = "", *, branch: str | None = None,
                 tool: str = "propose") -> dict[str, Any]:
-        """Write one new observation as one new commit on the proposal branch (default
-        obsrepo/proposals, made from HEAD when missing), checked as `check --base` would check
-        the branch; the work tree and the checked-out branch stay as they are.
-        Returns {"id", "path", "content_hash", "commit", "branch"}."""
+        """Write one new observation as one new commit on the proposal branch (`branch`, else the
+        repository's, else obsrepo/proposals; made from HEAD when missing), checked as `check
+        --base` would check the branch; the work tree and the checked-out branch stay as they
+        are. Returns {"id", "path", "content_hash", "commit", "branch"}. Writes of one process
+        (the MCP server's threads) run one at a time; other processes race through the branch's
+        compare-and-swap update."""
         from .write.proposal import propose
         from .write.statements import stamp_tenant
 
-        return propose(self.git, self._tree_states(), stamp_tenant(front, self.tenant), body, branch=branch,
-                       tool=tool).as_dict()
+        front = stamp_tenant(front, self.tenant)
+        with self._writing:
+            return propose(self.git, self._tree_states(), front, body, branch=branch or self.branch, tool=tool).as_dict()
 
     def correct(self, entity: str, field: str, value: Any, *, reason: str, branch: str | None = None,
                 commit: bool = True, source: str | None = None) -> dict[str, Any]:
@@ -291,23 +300,27 @@ class Repository:
         (earlier proposals count), else at HEAD; with commit=False (the work tree) at HEAD."""
         from .write.statements import correction, target_tenant
 
-        at = self._statement_base(branch, commit)
-        found = self.provenance(entity, field, at=at)
-        winner = found["observation_id"]
-        winner = winner[0] if isinstance(winner, list) else winner
-        tenant = target_tenant(self._documents(at, commit), winner, self.tenant)
-        front = correction(entity, field, value, winner, tenant, reason=reason, source=source or self._source())
-        return self._write(front, branch, commit, "correct")
+        with self._writing:
+            at = self._statement_base(branch, commit)
+            found = self.provenance(entity, field, at=at)
+            winner = found["observation_id"]
+            winner = winner[0] if isinstance(winner, list) else winner
+            documents = self._documents(at, commit)
+            tenant = target_tenant(documents, winner, self.tenant)
+            front = correction(entity, field, value, winner, tenant, reason=reason, source=source or self._source(),
+                               winner_timestamp=documents.by_id[winner].get("timestamp"))
+            return self._write(front, branch, commit, "correct")
 
     def retract(self, obs_id: str, *, reason: str, branch: str | None = None, commit: bool = True,
                 source: str | None = None) -> dict[str, Any]:
         """Withdraw an observation from queries and snapshots: a new observation that `retracts` it."""
         from .write.statements import retraction, target_tenant
 
-        at = self._statement_base(branch, commit)
-        tenant = target_tenant(self._documents(at, commit), obs_id, self.tenant)
-        return self._write(retraction(obs_id, tenant, reason=reason, source=source or self._source()),
-                           branch, commit, "retract")
+        with self._writing:
+            at = self._statement_base(branch, commit)
+            tenant = target_tenant(self._documents(at, commit), obs_id, self.tenant)
+            return self._write(retraction(obs_id, tenant, reason=reason, source=source or self._source()),
+                               branch, commit, "retract")
 
     def relate(self, source_entity: str, relation_type: str, target: str, *, branch: str | None = None,
                commit: bool = True, source: str | None = None) -> dict[str, Any]:
@@ -325,12 +338,12 @@ class Repository:
         front = merge(from_entity, into_entity, reason=reason, source=source or self._source())
         return self._write(front, branch, commit, "merge")
 
-    def _write(self, front: dict[str, Any], branch: str | None, commit: bool, tool: str) -> dict[str, Any]:
+    def _write(self, front: dict[str, Any], branch: str | None, commit: bool, tool: str, body: str = "") -> dict[str, Any]:
         if commit:
-            return self.propose(front, branch=branch, tool=tool)
+            return self.propose(front, body, branch=branch, tool=tool)
         if branch is not None:
             raise UsageError("--branch names the proposal branch of --commit", parameter="--branch")
-        return self.new(front)
+        return self.new(front, body)
 
     def _tree_states(self) -> Any:
         if self._states is None:
@@ -344,10 +357,15 @@ class Repository:
         from .write.proposal import DEFAULT_BRANCH
 
         if commit:
-            tip, _ = self.git.branch_tip(branch or DEFAULT_BRANCH)
+            tip, _ = self.git.branch_tip(branch or self.branch or DEFAULT_BRANCH)
             if tip:
                 return tip
         return self.git.resolve("HEAD")
+
+    def _targets(self, branch: str | None, commit: bool) -> Any:
+        """The documents a statement may name: the proposal branch's tip (else HEAD) with
+        `commit`, else the work tree's."""
+        return self._documents(self._statement_base(branch, commit) if commit else "", commit)
 
     def _documents(self, at: str, commit: bool) -> Any:
         """The rule state of the documents a statement may name: the commit's tree, or, for the
@@ -386,30 +404,46 @@ class Repository:
 
     # -- stewardship and beliefs (docs/design.md §14) ------------------------------------
     def feedback(self, target: str, outcome: str, *, session: str | None = None, source: str | None = None,
-                 timestamp: str | None = None) -> Any:
-        """A feedback observation on `target` (accepted, rejected, rework, misleading) in the work
-        tree; returns `Created`. The index folds it into the target's weight."""
-        from .write.steward import DEFAULT_SOURCE, feedback
+                 timestamp: str | None = None, branch: str | None = None, commit: bool = True) -> dict[str, Any]:
+        """Feedback on observation `target` (accepted, rejected, rework, misleading): a new
+        observation the index folds into the target's weight, in the writer's tenant (else the
+        target's). One commit on the proposal branch, the target looked up at its tip (HEAD when
+        it does not exist yet); with commit=False written into the work tree, the target looked
+        up among the work tree's documents."""
+        from .write.statements import feedback
 
-        return feedback(self.root, target, outcome, session=session, source=source or DEFAULT_SOURCE,
-                        tenant=self.tenant, timestamp=timestamp)
+        front = feedback(self._targets(branch, commit), target, outcome, self.tenant, session=session,
+                         source=source or self._source(), timestamp=timestamp)
+        return self._write(front, branch, commit, "feedback")
 
     def reclassify(self, targets: list[str], classification: str, *, source: str | None = None,
-                   reason: str | None = None) -> Any:
-        """A reclassify observation raising `targets` to `classification`; returns `Created`."""
-        from .write.steward import DEFAULT_SOURCE, reclassify
+                   reason: str | None = None, branch: str | None = None, commit: bool = True) -> dict[str, Any]:
+        """A reclassify observation raising `targets` (one tenant's) to `classification`; `reason`
+        is its body. The proposal branch or, with commit=False, the work tree (as `feedback`)."""
+        from .write.statements import reclassification
 
-        return reclassify(self.root, list(targets), classification, source=source or DEFAULT_SOURCE,
-                          tenant=self.tenant, reason=reason)
+        front = reclassification(self._targets(branch, commit), list(targets), classification, self.tenant,
+                                 source=source or self._source())
+        return self._write(front, branch, commit, "reclassify", reason or "")
 
     def comprehend(self, comp_id: str, observation: str, effect: str, *, statement: str | None = None,
-                   reasoning: str | None = None) -> Any:
+                   reasoning: str | None = None, branch: str | None = None, commit: bool = True) -> dict[str, Any]:
         """The next version of a comprehension document after `observation` (confirm, contradict,
-        neutral); returns `Updated` (`changed` is False when it was already cited)."""
-        from .write.comprehend import comprehend
+        neutral): {"id", "path", "version", "previous_confidence", "confidence", "changed"};
+        `changed` is False when the observation was already cited (nothing written). The version
+        at the proposal branch's tip is updated in one commit there (the answer adds "commit",
+        None when nothing changed, and "branch"); with commit=False, the work tree's file."""
+        from .write.comprehend import Belief, comprehend, comprehend_commit
 
-        return comprehend(self.root, comp_id, observation, effect, statement=statement, reasoning=reasoning,
-                          tenant=self.tenant)
+        belief = Belief(comp_id, observation, effect, statement, reasoning)
+        if commit:
+            with self._writing:
+                return comprehend_commit(self.git, self._tree_states(), belief, tenant=self.tenant,
+                                         branch=branch or self.branch)
+        if branch is not None:
+            raise UsageError("--branch names the proposal branch of --commit", parameter="--branch")
+        belief.check()
+        return comprehend(self.root, self._targets(None, False), belief, tenant=self.tenant).as_dict()
 
     def comprehensions(self, *, domain: str | None = None, confidence: str | None = None, text: str | None = None,
                        limit: int = 50, offset: int = 0) -> dict[str, Any]:

@@ -283,9 +283,11 @@ class Git:
         """Store `data` as a blob (as is: no filter applies) and return its id."""
         return self.run("hash-object", "-w", "--no-filters", "--stdin", input=data).decode().strip()
 
-    def tree_with_file(self, commit: str, path: str, blob: str, mode: str = "100644") -> str | None:
+    def tree_with_file(self, commit: str, path: str, blob: str, mode: str = "100644", replace: str | None = None) -> str | None:
         """The tree of `commit` with one more file at `path`, written to the object store; None
         when something already exists at `path` (or a file stands where a folder should be).
+        With `replace` (the blob expected at `path`), the file there gets `blob` instead and
+        keeps its mode; None when `path` does not hold exactly that file.
 
         Only the trees along `path` are read (one `cat-file --batch`) and rewritten (one
         `mktree --batch`), so the cost does not grow with the size of the repository."""
@@ -313,8 +315,14 @@ class Git:
         for depth in range(len(parts) - 1, -1, -1):
             entries = list(trees[depth] or [])
             name = parts[depth].encode("utf-8", "surrogateescape")
-            if depth == len(parts) - 1 and any(e[1] == name for e in entries):
-                return None
+            if depth == len(parts) - 1:
+                present = [e for e in entries if e[1] == name]
+                if replace is None and present:
+                    return None
+                if replace is not None:
+                    if len(present) != 1 or present[0][2] != replace or present[0][0] not in ("100644", "100755"):
+                        return None
+                    child_mode = present[0][0]
             entries = [e for e in entries if e[1] != name] + [(child_mode, name, child_sha)]
             child_sha = _tree_sha(entries)
             child_mode = "40000"

@@ -340,10 +340,11 @@ def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return front, options.get("body") or ""
 
 
-def _repository(index: str | None = None, tenant: str | None = None) -> Any:
+def _repository(index: str | None = None, tenant: str | None = None, branch: str | None = None) -> Any:
     from ..api import Repository
 
-    return Repository(os.getcwd(), index=index, tenant=binding_from(tenant), progress=_progress_bar("indexing"))
+    return Repository(os.getcwd(), index=index, tenant=binding_from(tenant), progress=_progress_bar("indexing"),
+                      branch=branch)
 
 
 index_option = click.option("--index", "index_path", metavar="PATH", envvar="OBSREPO_INDEX",
@@ -479,16 +480,20 @@ def watch(committed_only: bool, debounce: int, max_wait: int, quiet: bool, index
     committed; a draft that fails is reported here (path:line:col CODE message) and never hides
     a committed document. One watcher per index. Stops cleanly on Ctrl-C or SIGTERM.
     """
-    try:
-        import watchdog  # noqa: F401 - only to report its absence plainly
-    except ImportError:
-        raise errors.EnvironmentFault('`obsrepo watch` needs the watch extra: pip install "obsrepo[watch]"',
-                                      code=errors.INDEX_ERROR) from None
+    _need_watchdog()
     from ..watch.loop import Watcher
 
     Watcher(_repository(index_path), committed_only=committed_only, quiet=debounce / 1000, max_wait=max_wait / 1000,
             verbose=not quiet).run()
     return errors.EXIT_OK
+
+
+def _need_watchdog() -> None:
+    try:
+        import watchdog  # noqa: F401 - only to report its absence plainly
+    except ImportError:
+        raise errors.EnvironmentFault('watching needs the watch extra: pip install "obsrepo[watch]"',
+                                      code=errors.INDEX_ERROR) from None
 
 
 @main.command(epilog=examples("obsrepo status", "obsrepo status --format json"))
@@ -816,7 +821,7 @@ def show(observation_id: str, at: str | None, output_format: str, tenant: str | 
 
 
 
-@main.command("mcp", epilog=examples("obsrepo mcp", "obsrepo mcp --tenant org=northwind",
+@main.command("mcp", epilog=examples("obsrepo mcp", "obsrepo mcp --tenant org=northwind --branch proposals/northwind",
                                      "obsrepo mcp --transport http --port 8765",
                                      "OBSREPO_MCP_TOKEN=$(openssl rand -hex 32) obsrepo mcp --transport http --host 0.0.0.0"))
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
@@ -824,21 +829,35 @@ def show(observation_id: str, at: str | None, output_format: str, tenant: str | 
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="The address to listen on (http). Anything but loopback needs OBSREPO_MCP_TOKEN.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port (http; 0: any free port).")
+@click.option("--branch", default="obsrepo/proposals", show_default=True, metavar="BRANCH",
+              help="The proposal branch the write tools commit on (made from HEAD when missing).")
+@click.option("--watch", "watch_tree", is_flag=True,
+              help="Run `obsrepo watch` in the server: answers include the work tree's valid drafts (\"uncommitted\": true).")
 @read_options
 @handled
-def mcp_command(transport: str, host: str, port: int, tenant: str | None, index_path: str | None) -> int:
+def mcp_command(transport: str, host: str, port: int, branch: str, watch_tree: bool, tenant: str | None,
+                index_path: str | None) -> int:
     """Serve the repository to agents over the Model Context Protocol.
 
     Agents query observations, read snapshots, provenance, relationships, timelines and
-    history, and check a document before proposing it (the tools are listed in the README).
-    The index stays open and is brought up to HEAD before each call. With --tenant (or
-    OBSREPO_TENANT) every answer is bound to that tenant; no tool argument can change it.
+    history, check a document, and propose new observations, corrections, retractions,
+    relations and merges (the tools are listed in the README). Each write is one new commit on
+    the proposal branch (--branch); the work tree and the checked-out branch are never
+    touched, and answers come from HEAD until a proposal is merged. The index stays open and
+    is brought up to HEAD before each call. With --tenant (or OBSREPO_TENANT) every answer is
+    bound to that tenant and every write carries it; no tool argument can change either.
     Over http, a foreign Origin is refused, and OBSREPO_MCP_TOKEN, when set (required off
     loopback), must come with every request as a bearer token.
     """
     from ..mcp import serve
 
-    serve(_repository(index_path, tenant), transport=transport, host=host, port=port)
+    watcher = None
+    if watch_tree:
+        _need_watchdog()
+        from ..watch.loop import Watcher
+
+        watcher = Watcher(_repository(index_path, None), verbose=False)
+    serve(_repository(index_path, tenant, branch), transport=transport, host=host, port=port, watcher=watcher)
     return errors.EXIT_OK
 
 

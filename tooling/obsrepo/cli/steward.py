@@ -11,59 +11,48 @@ import click
 from .. import errors
 from ..format.vocabulary import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES
 from . import _emit_json, _progress_bar, _repository, examples, handled, json_or_text, main, read_options
+from .write import branch_option, commit_option, render_written, write_options, writer
 
 TENANT_FILTERS = ("org", "project", "agent", "user")
 
 
-def _created(created: Any, output_format: str) -> int:
-    if output_format == "json":
-        _emit_json(created.as_dict())
-    else:
-        click.echo(created.path)
-    return errors.EXIT_OK
-
-
 @main.command(epilog=examples("obsrepo feedback obs-20260213-102500-0001 --outcome accepted --session s-42",
-                              "obsrepo feedback obs-20260213-102500-0001 --outcome misleading --format json"))
+                              "obsrepo feedback obs-20260213-102500-0001 --outcome misleading --commit --format json"))
 @click.argument("observation_id", metavar="OBS_ID")
 @click.option("--outcome", type=click.Choice(FEEDBACK_OUTCOMES), required=True,
               help="How the observation served: accepted raises its weight, the others lower it.")
 @click.option("--session", help="The session the outcome comes from.")
-@click.option("--source", help="Who gives the feedback (default human/cli).")
-@click.option("--tenant", metavar="org=…[,project=…]", help="Write within this tenant (or OBSREPO_TENANT); default: the target's.")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: the new file's path; json: its id, path and content hash.")
+@write_options
 @handled
-def feedback(observation_id: str, outcome: str, session: str | None, source: str | None, tenant: str | None,
-             output_format: str) -> int:
-    """Write a feedback observation on OBS_ID to the work tree.
+def feedback(observation_id: str, outcome: str, session: str | None, as_commit: bool, branch: str | None,
+             source: str | None, tenant: str | None, output_format: str) -> int:
+    """Write a feedback observation on OBS_ID (work tree, or a commit with --commit).
 
     The index folds feedback into a weight per observation (an exponential moving average,
-    starting at 1.0) that ranks `query --text`.
+    starting at 1.0) that ranks `query --text`. The feedback is in your tenant, else the target's.
     """
-    return _created(_repository(None, tenant).feedback(observation_id, outcome, session=session, source=source),
-                    output_format)
+    result = writer(tenant).feedback(observation_id, outcome, session=session, source=source, branch=branch,
+                                      commit=as_commit)
+    return render_written(result, output_format)
 
 
 @main.command(epilog=examples("obsrepo reclassify obs-20260213-102500-0001 --to restricted",
-                              'obsrepo reclassify obs-1 obs-2 --to confidential --reason "holds a customer\'s card number"'))
+                              'obsrepo reclassify obs-1 obs-2 --to confidential --reason "holds a customer\'s card number" --commit'))
 @click.argument("ids", nargs=-1, required=True, metavar="IDS...")
 @click.option("--to", "classification", type=click.Choice(CLASSIFICATIONS), required=True, help="The new level.")
 @click.option("--reason", help="Why (the new document's body).")
-@click.option("--source", help="Who reclassifies (default human/cli).")
-@click.option("--tenant", metavar="org=…[,project=…]", help="Write within this tenant (or OBSREPO_TENANT).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: the new file's path; json: its id, path and content hash.")
+@write_options
 @handled
-def reclassify(ids: tuple[str, ...], classification: str, reason: str | None, source: str | None, tenant: str | None,
-               output_format: str) -> int:
+def reclassify(ids: tuple[str, ...], classification: str, reason: str | None, as_commit: bool, branch: str | None,
+               source: str | None, tenant: str | None, output_format: str) -> int:
     """Raise the classification of IDS with a new reclassify observation.
 
     Classifications only go up: the effective level is the most restrictive of the declared
     one, the content rules and every reclassify document.
     """
-    return _created(_repository(None, tenant).reclassify(list(ids), classification, reason=reason, source=source),
-                    output_format)
+    result = writer(tenant).reclassify(list(ids), classification, reason=reason, source=source, branch=branch,
+                                        commit=as_commit)
+    return render_written(result, output_format)
 
 
 @main.command(epilog=examples("obsrepo retention", "obsrepo retention --at v1.2 --format json"))
@@ -163,26 +152,31 @@ def export(output_format: str, output: str | None, at: str | None, tenant: str |
               help="What it does to the belief.")
 @click.option("--statement", help="The belief as it now stands (required to contradict).")
 @click.option("--reasoning", help="Why (default: which observation changed the confidence, from what to what).")
+@commit_option
+@branch_option
 @click.option("--tenant", metavar="org=…[,project=…]", help="Cite only observations of this tenant (or OBSREPO_TENANT).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: path, version and confidence; json: the same as an object.")
+              help="text: path, version and confidence (and commit); json: the same as an object.")
 @handled
 def comprehend(comp_id: str, observation: str, effect: str, statement: str | None, reasoning: str | None,
-               tenant: str | None, output_format: str) -> int:
+               as_commit: bool, branch: str | None, tenant: str | None, output_format: str) -> int:
     """Write the next version of comprehension COMP_ID after one more observation.
 
     Confidence moves by one step: unknown→low (confirm or contradict), low→medium (confirm),
     medium→high (confirm) or →low (contradict), high→medium (contradict); otherwise it stays.
-    Nothing is written when the observation is already cited.
+    Nothing is written when the observation is already cited. With --commit the version at the
+    proposal branch's tip (else HEAD) gets the update, as one commit on that branch.
     """
-    updated = _repository(None, tenant).comprehend(comp_id, observation, effect, statement=statement,
-                                                   reasoning=reasoning)
+    updated = writer(tenant).comprehend(comp_id, observation, effect, statement=statement, reasoning=reasoning,
+                                         branch=branch, commit=as_commit)
     if output_format == "json":
-        _emit_json(updated.as_dict())
-    elif updated.changed:
-        click.echo(f"{updated.path}: version {updated.version}, confidence {updated.previous_confidence} → {updated.confidence}")
+        _emit_json(updated)
+    elif updated["changed"]:
+        where = f" (commit {updated['commit'][:12]} on {updated['branch']})" if updated.get("commit") else ""
+        click.echo(f"{updated['path']}: version {updated['version']}, confidence {updated['previous_confidence']} → "
+                   f"{updated['confidence']}{where}")
     else:
-        click.echo(f"{updated.path}: already cites {observation}; unchanged (version {updated.version})")
+        click.echo(f"{updated['path']}: already cites {observation}; unchanged (version {updated['version']})")
     return errors.EXIT_OK
 
 

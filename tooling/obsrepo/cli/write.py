@@ -1,5 +1,6 @@
-"""The statements of stewardship: correct, retract, relate, merge. Each writes one new file into
-the work tree (like `new`), or with --commit one new commit on a proposal branch."""
+"""The statements of stewardship: correct, retract, relate, merge (feedback and reclassify live
+in steward.py). Each writes one new file into the work tree (like `new`), or with --commit one
+new commit on a proposal branch."""
 
 from __future__ import annotations
 
@@ -13,14 +14,17 @@ from .. import errors
 from ..params import binding_from
 from . import FORMATS, _emit_json, examples, handled, main
 
+commit_option = click.option("--commit", "as_commit", is_flag=True,
+                             help="Commit on a proposal branch instead of writing into the work tree.")
+branch_option = click.option("--branch", metavar="BRANCH",
+                             help="The proposal branch for --commit (default obsrepo/proposals, made from HEAD when missing).")
+
 
 def write_options(func: Callable) -> Callable:
     """--commit, --branch, --source, --tenant and --format, shared by every statement."""
     for option in reversed((
-        click.option("--commit", "as_commit", is_flag=True,
-                     help="Commit the new file on a proposal branch instead of writing it into the work tree."),
-        click.option("--branch", metavar="BRANCH",
-                     help="The proposal branch for --commit (default obsrepo/proposals, made from HEAD when missing)."),
+        commit_option,
+        branch_option,
         click.option("--source", help="Who makes the statement (default human/<your git user name>)."),
         click.option("--tenant", metavar="org=…[,project=…]",
                      help="Write as this tenant and see only its observations (or OBSREPO_TENANT)."),
@@ -31,7 +35,7 @@ def write_options(func: Callable) -> Callable:
     return func
 
 
-def _writer(tenant: str | None) -> Any:
+def writer(tenant: str | None) -> Any:
     from ..api import Repository
 
     return Repository(os.getcwd(), tenant=binding_from(tenant))
@@ -66,7 +70,7 @@ def correct(entity: str, field: str, value: str, reason: str, as_commit: bool, b
     from ..write.new import parse_field
 
     parsed = parse_field(f"{field}={value}", "VALUE")[1]
-    result = _writer(tenant).correct(entity, field, parsed, reason=reason, branch=branch, commit=as_commit, source=source)
+    result = writer(tenant).correct(entity, field, parsed, reason=reason, branch=branch, commit=as_commit, source=source)
     return render_written(result, output_format)
 
 
@@ -79,7 +83,7 @@ def correct(entity: str, field: str, value: str, reason: str, as_commit: bool, b
 def retract(obs_id: str, reason: str, as_commit: bool, branch: str | None, source: str | None, tenant: str | None,
             output_format: str) -> int:
     """Withdraw an observation from queries and snapshots (the file stays in history)."""
-    result = _writer(tenant).retract(obs_id, reason=reason, branch=branch, commit=as_commit, source=source)
+    result = writer(tenant).retract(obs_id, reason=reason, branch=branch, commit=as_commit, source=source)
     return render_written(result, output_format)
 
 
@@ -98,7 +102,7 @@ def relate(source_entity: str, relation_type: str, target: str, as_commit: bool,
     own UPPER_SNAKE_CASE name. TARGET must be an entity with observations; PART_OF and
     DEPENDS_ON may not close a cycle.
     """
-    result = _writer(tenant).relate(source_entity, relation_type, target, branch=branch, commit=as_commit, source=source)
+    result = writer(tenant).relate(source_entity, relation_type, target, branch=branch, commit=as_commit, source=source)
     return render_written(result, output_format)
 
 
@@ -115,5 +119,5 @@ def merge(from_entity: str, into_entity: str, reason: str, as_commit: bool, bran
 
     An entity is merged at most once (ENTITY_ALREADY_MERGED); merges may not form a cycle.
     """
-    result = _writer(tenant).merge(from_entity, into_entity, reason=reason, branch=branch, commit=as_commit, source=source)
+    result = writer(tenant).merge(from_entity, into_entity, reason=reason, branch=branch, commit=as_commit, source=source)
     return render_written(result, output_format)

@@ -7,8 +7,11 @@ everything else is double-quoted JSON, which is valid YAML.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
+
+from ..errors import InputError
 
 KEY_ORDER = (
     "spec", "id", "timestamp", "source", "event", "type", "scope", "entity", "fields", "priority",
@@ -37,6 +40,8 @@ def scalar(value: Any) -> str:
         return "true"
     if value is False:
         return "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{value} is not a finite number; numbers must be finite")  # json.dumps would write NaN: a string
     if isinstance(value, (int, float)):
         return json.dumps(value)
     if isinstance(value, str) and (_PLAIN.fullmatch(value) and value.lower() not in _RESERVED or _TIMESTAMP.fullmatch(value)):

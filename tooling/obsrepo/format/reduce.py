@@ -7,9 +7,8 @@ their order. Nothing here does I/O.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,21 +30,20 @@ class Obs:
     tenant: tuple[tuple[str, str], ...] = ()
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _desc(text: str) -> tuple[int, ...]:
-    """A key that sorts strings in descending order (for mixed ASC/DESC sort keys); cached, as
-    the same timestamps come back for every field of every candidate."""
-    return tuple(-b for b in text.encode("utf-8")) + (1,)
-
-
-def order_key(policy: str, obs: Obs) -> tuple:
-    """Ascending sort key: the first element is the winner under `policy`."""
-    ts = _desc(_instant(obs.timestamp))
+def rank(policy: str, observations: Iterable[Obs]) -> list[Obs]:
+    """The observations in `policy`'s order, the winner first:
+    highest_priority: priority, specificity, timestamp (each descending), then id ascending;
+    most_specific: specificity, priority, timestamp, id; last_write: timestamp, id.
+    Two stable sorts (id ascending, then the rest descending) give that order without building
+    a descending key for text."""
+    ordered = sorted(observations, key=lambda o: o.id)
     if policy == "last_write":
-        return (ts, obs.id)
-    if policy == "most_specific":
-        return (-obs.specificity, -obs.priority, ts, obs.id)
-    return (-obs.priority, -obs.specificity, ts, obs.id)
+        ordered.sort(key=lambda o: _instant(o.timestamp), reverse=True)
+    elif policy == "most_specific":
+        ordered.sort(key=lambda o: (o.specificity, o.priority, _instant(o.timestamp)), reverse=True)
+    else:
+        ordered.sort(key=lambda o: (o.priority, o.specificity, _instant(o.timestamp)), reverse=True)
+    return ordered
 
 
 def _instant(timestamp: str) -> str:
@@ -128,8 +126,8 @@ def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, 
     explanation: dict[str, list[dict[str, Any]]] = {}
 
     # the deletion gate ranks by (priority DESC, timestamp DESC, id ASC): specificity plays no part
-    deleting = sorted((o for o in candidates if "_deleted" in o.fields),
-                      key=lambda o: (-o.priority, _desc(_instant(o.timestamp)), o.id))
+    deleting = sorted((o for o in candidates if "_deleted" in o.fields), key=lambda o: o.id)
+    deleting.sort(key=lambda o: (o.priority, _instant(o.timestamp)), reverse=True)
     if deleting and deleting[0].fields["_deleted"] is True:
         result["deleted"] = True
         if explain:
@@ -138,10 +136,18 @@ def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, 
         return result
 
     names = sorted({name for o in candidates for name in o.fields if name != "_deleted"})
+    rankings: dict[str, list[Obs]] = {}
+
+    def ranked_by(policy: str) -> list[Obs]:
+        """Every candidate in `policy`'s order, sorted once: the keys are total (ids are unique),
+        so a field's carriers filtered from it are in the order sorting them would give."""
+        if policy not in rankings:
+            rankings[policy] = rank(policy, candidates)
+        return rankings[policy]
+
     for name in names:
         policy = policies.get(name, "highest_priority")
-        carriers = [o for o in candidates if name in o.fields]
-        value, provenance, ranked, rule = _field(name, policy, carriers)
+        value, provenance, ranked, rule = _field(name, policy, ranked_by)
         if value is not _ABSENT:
             result["snapshot"][name] = value
             result["provenance"][name] = provenance
@@ -153,19 +159,24 @@ def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, 
     return result
 
 
-def _field(name: str, policy: str, carriers: list[Obs]) -> tuple[Any, Any, list[Obs], str]:
-    corrections = [o for o in carriers if o.priority >= CORRECTION_PRIORITY]
+def _field(name: str, policy: str, ranked_by: Callable[[str], list[Obs]]) -> tuple[Any, Any, list[Obs], str]:
+    def carriers(order: str) -> list[Obs]:
+        return [o for o in ranked_by(order) if name in o.fields]
+
+    ranked = carriers("highest_priority" if policy == "merge_array" else policy)
+    corrections = [o for o in ranked if o.priority >= CORRECTION_PRIORITY]
     if corrections:
-        ordered = sorted(corrections, key=lambda o: order_key(policy if policy != "merge_array" else "highest_priority", o))
+        ordered = corrections
         top = ordered[0]
-        rest = sorted((o for o in carriers if o.priority < CORRECTION_PRIORITY), key=lambda o: order_key("highest_priority", o))
+        rest = [o for o in (ranked if policy in ("highest_priority", "merge_array") else carriers("highest_priority"))
+                if o.priority < CORRECTION_PRIORITY]
         value = top.fields[name]
         if value is None:
             value = [] if policy == "merge_array" else _ABSENT
         provenance = [top.id] if policy == "merge_array" else top.id
         return value, provenance, ordered + rest, "correction beats every non-correction"
     if policy == "merge_array":
-        ordered = sorted(carriers, key=lambda o: order_key("highest_priority", o))
+        ordered = ranked
         top = ordered[0]
         if top.fields[name] is None:
             return [], [top.id], ordered, "merge_array: a winning null clears"
@@ -182,7 +193,7 @@ def _field(name: str, policy: str, carriers: list[Obs]) -> tuple[Any, Any, list[
                     seen.add(key)
                     merged.append(item)
         return merged, contributors, ordered, f"merge_array: union at priority {top.priority}"
-    ordered = sorted(carriers, key=lambda o: order_key(policy, o))
+    ordered = ranked
     top = ordered[0]
     value = top.fields[name]
     rule = {"last_write": "last_write: newest timestamp, then id",

@@ -19,7 +19,7 @@ from .. import errors
 from ..format.report import Issue
 from ..format.rules import ACYCLIC_RELATIONS, Analysis
 from .graph import loc as _loc
-from .graph import visible
+from .graph import stewardship_targets, visible
 
 Facts = dict[str, Any]
 GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
@@ -110,6 +110,7 @@ class RuleState:
                 elif hit is None or hit["tenant"] != facts["tenant"]:
                     issue(errors.REF_NOT_FOUND, f"{key}-target",
                           f"`{key}` names '{target}', which does not exist in this tenant", key, index)
+        issues += stewardship_targets(path, facts, self.by_id.get)
         if issues:
             return issues
 

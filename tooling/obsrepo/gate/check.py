@@ -465,14 +465,16 @@ def _comprehension_edits(git: Git, edits: list[tuple[Change, str]], analyses: di
         after = known[(change.path, change.new_sha)] if sha else analyses.get(change.path)
         if before is None or after is None or before.facts is None or after.facts is None:
             continue
-        for issue in _comprehension_edit(change.path, before.facts, after.facts):
+        for issue in comprehension_edit(change.path, before.facts, after.facts):
             if sha:
                 issue = replace(issue, message=f"commit {sha[:12]}: {issue.message}", commit=sha)
             issues.append(issue)
     return issues
 
 
-def _comprehension_edit(path: str, before: dict, after: dict) -> list[Issue]:
+def comprehension_edit(path: str, before: dict, after: dict) -> list[Issue]:
+    """What `check --base` holds an edited comprehension to: `version` raised, no citation
+    dropped (the write path's belief updates are held to the same)."""
     issues = []
     line, col = after["loc"].get("version", (1, 1))
     if after["version"] <= before["version"]:

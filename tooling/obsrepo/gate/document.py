@@ -26,7 +26,7 @@ from ..gitstore import Git, blob_sha
 from ..times import TimeError, parse_timestamp
 from . import graph
 from .cache import AnalysisCache
-from .check import _comprehension_edit, analyze_source
+from .check import analyze_source, comprehension_edit
 from .sources import commit as commit_source
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
@@ -92,5 +92,5 @@ def _changed(path: str, before: Analysis | None, after: Analysis) -> list[Issue]
                       "an existing observation was modified; observations are immutable "
                       "(add a new observation that `corrects` it)")]
     if before is not None and before.facts is not None and after.facts is not None:
-        return _comprehension_edit(path, before.facts, after.facts)
+        return comprehension_edit(path, before.facts, after.facts)
     return []

@@ -7,6 +7,7 @@ relation targets that exist for the author's tenant, acyclic PART_OF / DEPENDS_O
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import errors
@@ -110,31 +111,37 @@ def _references(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[st
 
 
 def _stewardship_targets(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+    def find(obs_id: str) -> Facts | None:
+        hit = by_id.get(obs_id)
+        return hit[1] if hit else None
+
+    return [issue for path, facts in observations for issue in stewardship_targets(path, facts, find)]
+
+
+def stewardship_targets(path: str, facts: Facts, find: Callable[[str], Facts | None]) -> list[Issue]:
     """`feedback.target` must be an observation visible to the author's tenant; `reclassify`
-    targets observations of the same tenant (as `retracts` does)."""
+    targets observations of the same tenant (as `retracts` does). `find` looks an id up among
+    the repository's observations (the full rules and the write path's kept state share this)."""
     issues = []
-    for path, facts in observations:
-        target = facts.get("feedback")
-        if target is not None:
-            hit = by_id.get(target)
-            if target == facts["id"]:
-                line, col = facts["loc"].get("feedback", (1, 1))
-                issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
-                                    "an observation cannot give feedback on itself"))
-            elif hit is None or not visible(hit[1]["tenant"], facts["tenant"]):
-                line, col = facts["loc"].get("feedback", (1, 1))
-                issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "feedback-target",
-                                    f"`feedback.target` names '{target}', which does not exist in this tenant"))
-        for index, target in enumerate(facts.get("reclassify") or ()):
-            items = facts["loc"].get("reclassify_items") or []
-            line, col = items[index] if index < len(items) else (1, 1)
-            hit = by_id.get(target)
-            if target == facts["id"]:
-                issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
-                                    "an observation cannot reclassify itself"))
-            elif hit is None or hit[1]["tenant"] != facts["tenant"]:
-                issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "reclassify-target",
-                                    f"`reclassify` names '{target}', which does not exist in this tenant"))
+    target = facts.get("feedback")
+    if target is not None:
+        hit = find(target)
+        line, col = facts["loc"].get("feedback", (1, 1))
+        if target == facts["id"]:
+            issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                "an observation cannot give feedback on itself"))
+        elif hit is None or not visible(hit["tenant"], facts["tenant"]):
+            issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "feedback-target",
+                                f"`feedback.target` names '{target}', which does not exist in this tenant"))
+    for index, target in enumerate(facts.get("reclassify") or ()):
+        line, col = loc(facts, "reclassify", index)
+        hit = find(target)
+        if target == facts["id"]:
+            issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                "an observation cannot reclassify itself"))
+        elif hit is None or hit["tenant"] != facts["tenant"]:
+            issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "reclassify-target",
+                                f"`reclassify` names '{target}', which does not exist in this tenant"))
     return issues
 
 

@@ -24,7 +24,7 @@ from .entity_table import refresh_snapshots
 from .plan import UpdatePlan, plan_update
 from .rows import PLAIN_LIMIT, SMALL_BATCH, TOKENS, insert_rows, observation_batch, utc
 from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
-from .store import IndexFiles, damage_errors, load_fts, publish, unwritable, without_pandas
+from .store import IndexFiles, damage_errors, open_writer, publish, unwritable
 from .weights import refresh_weights
 
 PARALLEL_THRESHOLD = 2000
@@ -122,14 +122,12 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
            progress: Callable[[int, int], None] | None, strict: bool) -> BuildResult:
     import duckdb
 
-    without_pandas()
     try:
         work = files.private_copy(existing is not None)
-        con = duckdb.connect(work)
+        con = open_writer(work)
     except (OSError, duckdb.IOException) as exc:
         raise unwritable(files.path, exc if isinstance(exc, OSError) else OSError(str(exc))) from None
     try:
-        load_fts(con)
         if existing is None:
             con.execute(TABLES)
         result = _apply(git, con, target, existing, progress)

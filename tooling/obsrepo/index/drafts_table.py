@@ -37,23 +37,20 @@ def draft_rows(drafts: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, 
 
 def write_overlay(index_file: str, commit: str, drafts: list[tuple[str, str, dict[str, Any]]]) -> None:
     """Publish the overlay of `drafts` over indexed `commit`; no drafts: no overlay file."""
-    import duckdb
 
     from .build import index_terms
     from .columns import OBS_COLUMNS
     from .rows import insert_rows
-    from .store import IndexFiles, load_fts, overlay_path, publish, without_pandas
+    from .store import IndexFiles, open_writer, overlay_path, publish
 
     target = overlay_path(index_file)
     if not drafts:
         remove_overlay(index_file)
         return
-    without_pandas()
     work = f"{target}.tmp-{os.getpid()}"
     IndexFiles.discard(work)
-    con = duckdb.connect(work)
+    con = open_writer(work)
     try:
-        load_fts(con)
         con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")
         con.execute(ddl("overlay_obs", DRAFT_COLUMNS))
         con.execute("CREATE TABLE overlay_terms (row_id BIGINT NOT NULL, term VARCHAR NOT NULL, tf INTEGER NOT NULL)")

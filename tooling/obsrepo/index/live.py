@@ -6,7 +6,9 @@ request a cursor of it. Before every request `lease` resolves HEAD (one `git rev
 compares it with the commit the open generation reflects; when HEAD moved, or another process
 published a new generation, the index is brought to HEAD in this process (`build_index`: the
 usual plan and update, published atomically) and the new generation is opened. No request is
-answered from a commit older than HEAD at the moment it started.
+answered from a commit older than HEAD at the moment it started. A running watcher's overlay of
+uncommitted drafts (docs/design.md §13) is attached to each generation, and a new overlay file
+opens a new generation too; each read scope decides whether it shows the drafts.
 
 Requests may run on several threads at once: one thread at a time refreshes (the others wait
 for it, so none reads the old commit). DuckDB shares one database per file path within a
@@ -22,9 +24,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import IndexFault
 from ..gitstore import Git
 from . import build_index, reader_at_least
-from .store import IndexFiles
+from .store import IndexFiles, open_reader, overlay_path
 
 
 def _identity(path: str) -> tuple[int, int, int] | None:
@@ -35,14 +38,57 @@ def _identity(path: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+class _HeadCache:
+    """HEAD's commit, resolved again only when a file git moves HEAD with changed: HEAD itself,
+    the branch it names (loose) and `packed-refs`. Git replaces each by a rename, so a new inode,
+    size or time means a possible move; the stamp is taken before resolving, so a move between
+    the two only costs one more resolve. Repositories with the reftable format (refs in other
+    files) and anything unreadable are resolved every time."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self.dirs: tuple[str, str] | None = None
+        self.stamp: tuple | None = None
+        self.head = ""
+
+    def resolve(self) -> str:
+        stamp = self._stamp()
+        if stamp is not None and stamp == self.stamp:
+            return self.head
+        head = self.git.resolve("HEAD")
+        self.stamp, self.head = stamp, head
+        return head
+
+    def _stamp(self) -> tuple | None:
+        try:
+            if self.dirs is None:
+                out = self.git.run("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir").decode()
+                git_dir, common = out.splitlines()[:2]
+                self.dirs = (git_dir, common)
+            git_dir, common = self.dirs
+            if os.path.exists(os.path.join(common, "reftable")):
+                return None
+            with open(os.path.join(git_dir, "HEAD"), "rb") as handle:
+                text = handle.read(4096).decode("utf-8", "replace").strip()
+            files = [os.path.join(git_dir, "HEAD"), os.path.join(common, "packed-refs")]
+            if text.startswith("ref: refs/"):
+                files.append(os.path.join(common, *text[5:].split("/")))
+            return tuple((text, *(_identity(f) for f in files)))
+        except Exception:  # noqa: BLE001 - any doubt: resolve with git
+            return None
+
+
 class _Generation:
     """An open connection to one published index file, and how many requests use it."""
 
-    def __init__(self, con: Any, commit: str, identity: tuple[int, int, int] | None) -> None:
+    def __init__(self, con: Any, commit: str, identity: tuple[int, int, int] | None,
+                 drafts: tuple[int, int, int] | None) -> None:
         self.con = con
         self.commit = commit
         self.identity = identity
+        self.drafts = drafts  # the watcher's overlay file as it was when this generation opened
         self.users = 0
+        self.memo: dict[tuple, Any] = {}  # answers that depend only on this generation (read/scope.py)
 
 
 class Lease:
@@ -54,6 +100,7 @@ class Lease:
         self._generation = generation
         self._cursor = generation.con.cursor()
         self.commit = generation.commit
+        self.memo = generation.memo
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)
@@ -76,15 +123,17 @@ class LiveIndex:
         self._refresh = threading.Lock()  # one refresher at a time; requests wait for it
         self._state = threading.Condition()  # the current generation and its use count
         self._current: _Generation | None = None
+        self._heads = _HeadCache(git)
 
     def lease(self) -> Lease:
         """A cursor on an index that reflects HEAD (updated and reopened first when needed)."""
         with self._refresh:
-            head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
+            head = self._heads.resolve()  # GIT_ERROR when the repository has no commits yet
             current = self._current
-            if current is None or current.commit != head or _identity(self.files.path) != current.identity:
+            if (current is None or current.commit != head or _identity(self.files.path) != current.identity
+                    or _identity(overlay_path(self.files.path)) != current.drafts):
                 self._close_current()
-                self._open(lambda: reader_at_least(self.git, self.files, head, progress=self.progress))
+                self._open(lambda: self._fresh(head))
             with self._state:
                 generation = self._current
                 assert generation is not None
@@ -94,6 +143,15 @@ class LiveIndex:
         except BaseException:
             self._release(generation)
             raise
+
+    def _fresh(self, head: str) -> Any:
+        """The index brought to `head` (nothing to do when it is there already), then opened
+        once; anything untrustworthy on the way is `reader_at_least`'s to repair."""
+        try:
+            build_index(self.git, self.files, head, progress=self.progress)
+            return open_reader(self.files.path, overlay=True)
+        except IndexFault:
+            return reader_at_least(self.git, self.files, head, progress=self.progress, overlay=True)
 
     def rebuild(self) -> None:
         """Rebuild the index from git (it was found damaged) and reopen it."""
@@ -116,6 +174,7 @@ class LiveIndex:
             self._current = None
 
     def _open(self, connect: Callable[[], Any]) -> None:
+        drafts = _identity(overlay_path(self.files.path))  # before attaching: a newer one reopens again
         con = connect()
         try:
             commit = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
@@ -124,7 +183,7 @@ class LiveIndex:
             con.close()
             raise
         with self._state:
-            self._current = _Generation(con, commit, identity)
+            self._current = _Generation(con, commit, identity, drafts)
 
     def _release(self, generation: _Generation) -> None:
         with self._state:

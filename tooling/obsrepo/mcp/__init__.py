@@ -13,13 +13,18 @@ import os
 from typing import Any
 
 
-def serve(repo: Any, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve `repo` (a Repository, its tenant binding already set) until the client or a signal ends it."""
+def serve(repo: Any, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
+          watcher: Any = None) -> None:
+    """Serve `repo` (a Repository, its tenant binding already set) until the client or a signal
+    ends it. `watcher` (`obsrepo mcp --watch`): a Watcher run in this process meanwhile, so
+    answers include the work tree's valid drafts and the index follows every commit at once."""
     from .http import token_for
     from .server import Service, configure_logging
 
     token = token_for(host, dict(os.environ)) if transport == "http" else None  # refused before anything starts
     configure_logging()
+    if watcher is not None:
+        watcher.run_in_background()  # a second watcher of the index is refused here
     repo.keep_open()
     service = Service(repo)
     try:
@@ -32,4 +37,6 @@ def serve(repo: Any, transport: str = "stdio", host: str = "127.0.0.1", port: in
 
             run_stdio(service)
     finally:
+        if watcher is not None:
+            watcher.stop()
         repo.close()

@@ -4,14 +4,16 @@ that add documents, `@write_tool(...)`); `tools/__init__.py` finds every module 
 so adding a tool is adding one module.
 
 Arguments are checked against the schema before the function runs: unknown names (a `tenant`
-among them: the binding comes from the server's configuration only), wrong types and values
+or a `branch` among them: those come from the server's configuration only), wrong types and values
 out of bounds are refused as VALIDATION_ERROR naming the argument. Strings must be Unicode
-text without NUL.
+text without NUL, numbers finite; objects and arrays nest at most MAX_NESTING levels.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +23,7 @@ from ..errors import UsageError
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000_000
 MAX_TEXT = 4096  # any short string argument (ids, names, revisions, search text)
+MAX_NESTING = 32  # arrays and objects inside an argument (a document's own bound)
 
 # -- schema pieces shared by the tools ---------------------------------------------------------
 ENTITY_ID = {"type": "string", "minLength": 1, "maxLength": 512, "description": "An entity id: type/key, e.g. company/acme."}
@@ -43,6 +46,10 @@ def text(description: str, max_length: int = MAX_TEXT) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "maxLength": max_length, "description": description}
 
 
+CONFIGURED = {  # what only the server's configuration sets, never an argument
+    "tenant": "the tenant binding comes from the server's configuration (--tenant, OBSREPO_TENANT), never from an argument",
+    "branch": "the proposal branch comes from the server's configuration (obsrepo mcp --branch), never from an argument",
+}
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 ADDS_ONLY = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 
@@ -67,10 +74,9 @@ class Tool:
         known = self.input_schema["properties"]
         for name in sorted(given):
             if name not in known:
-                why = ("the tenant binding comes from the server's configuration (--tenant, OBSREPO_TENANT), "
-                       "never from an argument" if name == "tenant" else f"{self.name} takes {', '.join(known) or 'no arguments'}")
+                why = CONFIGURED.get(name, f"{self.name} takes {', '.join(known) or 'no arguments'}")
                 raise UsageError(f"unknown argument '{_short(name)}': {why}", parameter=_short(name))
-        _refuse_unusable_text(given, "")
+        _refuse_unusable(given, "")
         if self._validator is None:
             from jsonschema import Draft202012Validator
 
@@ -114,7 +120,19 @@ def _json_type(value: Any) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-def _refuse_unusable_text(value: Any, where: str) -> None:
+def bounded_json(value: Any, name: str, size: int) -> None:
+    """Refuse an argument (an object or any JSON value) longer than `size` characters as JSON."""
+    if len(json.dumps(value, ensure_ascii=False)) > size:
+        raise UsageError(f"argument '{name}' is too large: at most {size} characters as JSON", parameter=name)
+
+
+def _refuse_unusable(value: Any, where: str, depth: int = 0) -> None:
+    """Strings must be Unicode text without NUL, numbers finite (a client may send NaN, which
+    JSON has not), and nothing may nest deeper than MAX_NESTING (checked before anything
+    recursive reads the value)."""
+    if isinstance(value, (dict, list)) and depth > MAX_NESTING:
+        top = where.split(".")[0]
+        raise UsageError(f"argument '{top}' is nested deeper than {MAX_NESTING} levels", parameter=top)
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -122,13 +140,15 @@ def _refuse_unusable_text(value: Any, where: str) -> None:
             raise UsageError(f"argument '{where}' is not valid Unicode text", parameter=where) from None
         if "\0" in value:
             raise UsageError(f"argument '{where}' holds a NUL character", parameter=where)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"argument '{where}': {value} is not a finite number", parameter=where)
     elif isinstance(value, dict):
         for key, item in value.items():
-            _refuse_unusable_text(key, where)
-            _refuse_unusable_text(item, f"{where}.{key}" if where else str(key))
+            _refuse_unusable(key, where)
+            _refuse_unusable(item, f"{where}.{key}" if where else str(key), depth + 1)
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _refuse_unusable_text(item, f"{where}.{index}")
+            _refuse_unusable(item, f"{where}.{index}", depth + 1)
 
 
 def _schema(properties: dict[str, dict[str, Any]], required: tuple[str, ...]) -> dict[str, Any]:

@@ -30,7 +30,10 @@ INSTRUCTIONS = (
     "A git repository as a database of observations (immutable Markdown files). Query observations "
     "(observation_query), read entity snapshots reduced from them with field provenance, relationships, "
     "timelines and history, and check a document before proposing it (check_document). Answers reflect "
-    "the tip of the branch served, brought up to date before each call."
+    "the tip of the branch served, brought up to date before each call. Writing is proposing: "
+    "record_observation, correct_field, retract_observation, create_relationship and merge_entities each add "
+    "one new observation (nothing is ever edited) as one commit on the server's proposal branch, checked "
+    "first; a person merges that branch by pull request, and only then do reads show it."
 )
 log = logging.getLogger("obsrepo.mcp")
 

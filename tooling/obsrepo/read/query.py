@@ -148,7 +148,7 @@ def retracted_rows(scope: ReadScope) -> list[int]:
                FROM visible AS r WHERE r.special AND len(r.retracts) > 0)
     SELECT DISTINCT o.row_id FROM visible AS o JOIN g ON g.target = o.id AND {same_tenant} ORDER BY 1
     """
-    return [row[0] for row in scope.rows(sql)]
+    return scope.remember(("retracted", *scope.view_key()), lambda: [row[0] for row in scope.rows(sql)])
 
 
 def fetch_records(scope: ReadScope, row_ids: list[int]) -> dict[int, dict[str, Any]]:

@@ -22,7 +22,7 @@ so the relations take no parameters and compose into any statement.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..gitstore import Git
@@ -62,15 +62,30 @@ class ReadScope:
         self._weights: str | None = None
         self.raised: str | None = None  # a temporary table (row_id, rank) of classifications raised by reclassify
         self.at_commit = ""
-        self.indexed_commit: str = self.con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
-        self.drafts = overlay and self.one(
+        # a kept-open generation (index/live.py) remembers what depends on it alone
+        self.memo: dict[tuple, Any] | None = getattr(con, "memo", None)
+        self.indexed_commit: str = self.remember(("indexed",), lambda: self.one("SELECT value FROM meta WHERE key = 'commit'")[0])
+        self.drafts = overlay and self.remember(("drafts",), lambda: self.one(
             "SELECT count(*) FROM duckdb_databases() WHERE database_name = 'watch_overlay'")[0] > 0 and self.one(
-            "SELECT value FROM watch_overlay.meta WHERE key = 'commit'") == (self.indexed_commit,)
+            "SELECT value FROM watch_overlay.meta WHERE key = 'commit'") == (self.indexed_commit,))
         if self.tenant:
             self._shadow()
         self.move_to(at_commit or self.indexed_commit)
 
     # -- running statements ---------------------------------------------------------------
+    def remember(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """`compute()`, kept for the connection's generation when it has one: `key` must name
+        everything besides the generation that the answer depends on."""
+        if self.memo is None:
+            return compute()
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
+
+    def view_key(self) -> tuple:
+        """What `visible` depends on besides the generation."""
+        return (self.at_commit, tuple(sorted(self.tenant.items())), self.drafts, self.ceiling, self.include_expired)
+
     def rows(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
         return self.con.execute(sql, list(params)).fetchall()
 

@@ -184,12 +184,12 @@ def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
     if not fine:
         return found
     from ..index.schema import NOW
-    from ..index.store import open_reader
+    from ..index.store import open_internal
 
     ids = sorted({d.facts["id"] for d in fine.values() if d.facts})
     hashes = sorted({str(d.facts["hash"]) for d in fine.values() if d.facts and d.facts.get("hash")})
     targets = sorted({t for d in fine.values() if d.facts for k in ("corrects", "retracts") for t in d.facts.get(k) or []})
-    con = open_reader(index_file, fts=False, sandbox=False)  # internal: leaves a shared database unlocked
+    con = open_internal(index_file)
     try:
         for doc_id, path in con.execute(
                 f"SELECT id, path FROM obs_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[])) "

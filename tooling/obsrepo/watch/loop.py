@@ -133,13 +133,37 @@ class Watcher:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, self.stop)
                 signal.signal(signal.SIGINT, self.stop)
-            self.start_observer()
+            self._watch()
+
+    def run_in_background(self) -> threading.Thread:
+        """Take the watch lock now (a second watcher fails here, before anything else starts),
+        then watch on a daemon thread until `stop` (`obsrepo mcp --watch`)."""
+        from ..index import IndexFiles
+
+        lock = IndexFiles(self.index_file).watch_lock()
+        lock.__enter__()
+
+        def watch() -> None:
             try:
-                self._say(f"watching {self.root} (index {self.index_file})")
-                self.safe_update(WatchPlan(reconcile=True))
-                self._loop()
+                self._watch()
+            except Exception as exc:  # noqa: BLE001 - the server goes on with committed answers
+                self.out.write(f"obsrepo watch: stopped: {type(exc).__name__}: {exc}\n")
+                self.out.flush()
             finally:
-                self.stop_observer()
+                lock.__exit__(None, None, None)
+
+        thread = threading.Thread(target=watch, daemon=True, name="obsrepo-watch")
+        thread.start()
+        return thread
+
+    def _watch(self) -> None:
+        self.start_observer()
+        try:
+            self._say(f"watching {self.root} (index {self.index_file})")
+            self.safe_update(WatchPlan(reconcile=True))
+            self._loop()
+        finally:
+            self.stop_observer()
 
     def _loop(self) -> None:
         pending = WatchPlan()

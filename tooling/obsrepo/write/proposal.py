@@ -9,14 +9,20 @@ Before publishing, the document is held to the rules `obsrepo check --base <base
 the branch: the per-document rules, and the repository rules over the base's documents and
 every earlier proposal (`gate.addition.RuleState`, kept per process and moved along with the
 tip; built once from the analysis cache, keyed by blob id).
+
+Comprehension documents are the one kind edited in place (docs/design.md §14): `propose_edit`
+replaces one such file's blob the same way (the trees along its path, one commit, the same
+compare-and-swap), the new version made from the one at the tip it is committed on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,6 +30,7 @@ from typing import Any
 from .. import errors
 from ..errors import GitError, UsageError
 from ..format.report import Issue
+from ..format.rules import kind_of
 from ..gate.addition import RuleState
 from ..gate.cache import AnalysisCache
 from ..gate.check import analyze_source
@@ -70,12 +77,13 @@ class TreeStates:
         return self.state
 
     def _advance(self, tip: str) -> bool:
-        """Move the state from its tree to `tip`'s when files were only added (another writer's
-        proposals): read what was added. False when anything else changed."""
+        """Move the state from its tree to `tip`'s when files were only added, or comprehensions
+        edited (another writer's proposals): read what was added. False when anything else changed."""
         assert self.tip is not None
         changes = self.git.diff_trees([(tip, self.tip)], *DOCUMENT_ROOTS)[0]
-        if any(c.status != "A" for c in changes):
-            return False
+        if any(c.status != "A" and not (c.status == "M" and kind_of(c.path) == "comprehension") for c in changes):
+            return False  # a comprehension edited in place changes nothing the state keeps
+        changes = [c for c in changes if c.status == "A"]
         cache = AnalysisCache.open(self.git) if changes else None
         if cache is not None:
             added = entries(self.git, [Entry(c.new_mode, c.new_sha, c.path) for c in changes])
@@ -93,24 +101,22 @@ class TreeStates:
             self.state.add(made.path, made.analysis.facts)
             self.tip = tip
 
+    def moved(self, parent: str, tip: str) -> None:
+        """Our own commit `tip` on `parent` edited a comprehension (nothing the rules keep)."""
+        if self.tip == parent:
+            self.tip = tip
+
 
 def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "", *, branch: str | None = None,
             tool: str = "propose", now: datetime | None = None) -> Proposed:
     """Write the observation `new` would write as one commit on `branch`; refused writes change nothing."""
-    branch = branch or DEFAULT_BRANCH
-    if not git.valid_branch_name(branch):
-        raise UsageError(f"'{branch}' is not a valid branch name", parameter="--branch")
+    branch = branch_name(git, branch)
     made = draft(front, body, now)
     message = f"{made.event}\n\nObsrepo-Tool: {tool}\nObsrepo-Observation: {made.id}\n"
-    identity = author_env()
     blob: str | None = None
-    for attempt in range(ATTEMPTS):
-        tip, checked_out = git.branch_tip(branch)
-        if checked_out:
-            raise UsageError(f"branch '{branch}' is checked out in {checked_out}; a proposal never moves a "
-                             "checked-out branch: name another --branch, or write to the work tree (without --commit)",
-                             parameter="--branch")
-        start = tip or git.resolve("HEAD", "--branch")
+
+    def build(start: str) -> tuple[str, str]:
+        nonlocal blob
         state = states.at(start)
         if made.path in state.paths:
             raise _duplicate(made.path)
@@ -121,11 +127,112 @@ def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "",
         tree = git.tree_with_file(start, made.path, blob)
         if tree is None:
             raise _duplicate(made.path)
-        new = _commit(git, tree, start, message, identity)
-        failure = git.update_ref(f"refs/heads/{branch}", new, tip, f"obsrepo {tool}: {made.id}")
+        return tree, message
+
+    published = publish(git, branch, f"obsrepo {tool}: {made.id}", build)
+    assert published is not None
+    parent, new = published
+    states.added(parent, new, made)
+    return Proposed(made.id, made.path, made.content_hash, new, branch)
+
+
+Edit = Callable[[str, bytes, RuleState], tuple[bytes, str] | None]
+
+
+def propose_edit(git: Git, states: TreeStates, path: str, edit: Edit, *, branch: str | None = None,
+                 label: str) -> tuple[str, str] | None:
+    """Replace the file at `path` (a comprehension document, the one kind edited in place) in
+    one commit on `branch`: `edit(start, its bytes at start, start's rule state)` gives the new
+    bytes and the commit message, or None when there is nothing to change (no commit). `edit`
+    runs again on the new tip when another writer moved the branch meanwhile, so an edit is
+    always made to the latest version. Returns (parent, commit) or None; a `path` missing at
+    the tip is `edit`'s to refuse (it gets empty bytes)."""
+    branch = branch_name(git, branch)
+
+    def build(start: str) -> tuple[str, str] | None:
+        found = [e for e in git.ls_tree(start, path) if e.path == path]
+        old = found[0].sha if found and found[0].mode in ("100644", "100755") else None
+        made = edit(start, git.read_blob(old) if old else b"", states.at(start))
+        if made is None:
+            return None
+        data, message = made
+        tree = git.tree_with_file(start, path, git.write_blob(data), replace=old) if old else None
+        if tree is None:
+            raise GitError(f"{path} is not a file at {start[:12]}", path=path)
+        return tree, message
+
+    published = publish(git, branch, label, build)
+    if published is not None:
+        states.moved(*published)
+    return published
+
+
+def branch_name(git: Git, branch: str | None) -> str:
+    branch = branch or DEFAULT_BRANCH
+    if not git.valid_branch_name(branch):
+        raise UsageError(f"'{branch}' is not a valid branch name", parameter="--branch")
+    return branch
+
+
+def publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[str, str] | None]) -> tuple[str, str] | None:
+    """Commit the tree `build(start)` makes from the branch's tip (HEAD when the branch does not
+    exist yet) and move the branch there with a compare-and-swap; when another writer moved it
+    first, build again on its tip. `build` returns (tree, commit message), or None when there is
+    nothing to write. Returns (parent, new commit), or None when nothing was written."""
+    identity = author_env()
+    with _writers_queue(git):
+        return _publish(git, branch, reason, build, identity)
+
+
+_COMMON_DIRS: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def _writers_queue(git: Git) -> Iterator[None]:
+    """Writers of one repository on this machine take turns (an exclusive `flock` on
+    `<git common dir>/obsrepo/proposals.lock`), so that none of them loses the ref update again
+    and again to the others; the compare-and-swap still guards against every other writer (a
+    push, another machine's clone on a shared disk). Without the lock (no fcntl, a read-only git
+    directory) writers only race."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on this platform
+        yield
+        return
+    common = _COMMON_DIRS.get(git.root)
+    if common is None:
+        common = git.run("rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip()
+        _COMMON_DIRS[git.root] = common
+    try:
+        os.makedirs(os.path.join(common, "obsrepo"), exist_ok=True)
+        handle = open(os.path.join(common, "obsrepo", "proposals.lock"), "a+b")  # noqa: SIM115 - closed below
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[str, str] | None],
+             identity: dict[str, str]) -> tuple[str, str] | None:
+    for attempt in range(ATTEMPTS):
+        tip, checked_out = git.branch_tip(branch)
+        if checked_out:
+            raise UsageError(f"branch '{branch}' is checked out in {checked_out}; a proposal never moves a "
+                             "checked-out branch: name another --branch, or write to the work tree (without --commit)",
+                             parameter="--branch")
+        start = tip or git.resolve("HEAD", "--branch")
+        built = build(start)
+        if built is None:
+            return None
+        new = _commit(git, built[0], start, built[1], identity)
+        failure = git.update_ref(f"refs/heads/{branch}", new, tip, reason)
         if failure is None:
-            states.added(start, new, made)
-            return Proposed(made.id, made.path, made.content_hash, new, branch)
+            return start, new
         moved, _ = git.branch_tip(branch)
         if moved == tip and "lock" not in failure:
             raise GitError(f"cannot update branch '{branch}': {failure}", branch=branch)

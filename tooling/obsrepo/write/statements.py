@@ -1,13 +1,17 @@
-"""The front matter of stewardship statements (docs/design.md §11): a correction, a retraction,
-a relation, a merge. Each is an ordinary new observation; nothing is ever edited."""
+"""The front matter of stewardship statements (docs/design.md §11, §14): a correction, a
+retraction, a relation, a merge, feedback on an observation, a reclassification. Each is an
+ordinary new observation; nothing is ever edited."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..errors import InputError, NotFoundError
+from ..errors import InputError, NotFoundError, UsageError
+from ..format.vocabulary import CLASSIFICATIONS, FEEDBACK_OUTCOMES
 from ..gate.addition import RuleState
 from ..gate.graph import visible
+from ..times import format_timestamp, parse_timestamp
 
 CORRECTION_PRIORITY = 1000
 
@@ -43,13 +47,23 @@ def target_tenant(state: RuleState, obs_id: str, binding: dict[str, str]) -> dic
 
 
 def correction(entity: str, field: str, value: Any, winner: str, tenant: dict[str, str], *, reason: str,
-               source: str) -> dict[str, Any]:
+               source: str, winner_timestamp: str | None = None, now: datetime | None = None) -> dict[str, Any]:
     """A priority-1000 observation that corrects the field's winning observation (in its tenant:
-    a correction names an observation of its own tenant)."""
-    return _with_tenant({
+    a correction names an observation of its own tenant). Corrections rank among themselves by
+    timestamp (docs/design.md §4), and written timestamps are whole seconds: so a correction is
+    stamped at least one second after the winner it corrects (a second correction made within
+    the same second as the first, or over a winner dated in the future, still wins)."""
+    front: dict[str, Any] = {
         "source": source, "event": f"Correct {field} of {entity}: {reason}", "type": "correction",
         "entity": entity, "fields": {field: value}, "priority": CORRECTION_PRIORITY, "corrects": [winner],
-    }, tenant)
+    }
+    stamp = (now or datetime.now(timezone.utc)).replace(microsecond=0)
+    if winner_timestamp is not None:
+        after = parse_timestamp(winner_timestamp).replace(microsecond=0) + timedelta(seconds=1)
+        if after > stamp and after.year <= 9999:
+            stamp = after
+    front["timestamp"] = format_timestamp(stamp)
+    return _with_tenant(front, tenant)
 
 
 def retraction(obs_id: str, tenant: dict[str, str], *, reason: str, source: str) -> dict[str, Any]:
@@ -65,3 +79,37 @@ def relation(source_entity: str, relation_type: str, target: str, *, source: str
 def merge(from_entity: str, into_entity: str, *, reason: str, source: str) -> dict[str, Any]:
     return {"source": source, "event": f"Merge {from_entity} into {into_entity}: {reason}", "type": "merge",
             "entity": from_entity, "relations": [{"type": "DUPLICATE_OF", "target": into_entity}]}
+
+
+def feedback(state: RuleState, target: str, outcome: str, binding: dict[str, str], *, session: str | None,
+             source: str, timestamp: str | None = None) -> dict[str, Any]:
+    """Feedback on `target` (accepted, rejected, rework, misleading), in the writer's `binding`,
+    else the target's own tenant (the target must be visible to it)."""
+    if outcome not in FEEDBACK_OUTCOMES:
+        raise UsageError(f"--outcome is one of {', '.join(FEEDBACK_OUTCOMES)}", parameter="--outcome")
+    owner = target_tenant(state, target, binding)
+    front: dict[str, Any] = {
+        "source": source, "event": f"Feedback on {target}: {outcome}", "type": "feedback",
+        "feedback": {"target": target, "outcome": outcome, **({"session": session} if session else {})},
+    }
+    if timestamp:
+        front["timestamp"] = timestamp
+    return _with_tenant(front, binding or owner)
+
+
+def reclassification(state: RuleState, targets: list[str], classification: str, binding: dict[str, str], *,
+                     source: str) -> dict[str, Any]:
+    """Raise `targets` (observations of one tenant, visible to `binding`) to `classification`."""
+    if classification not in CLASSIFICATIONS:
+        raise UsageError(f"--to is one of {', '.join(CLASSIFICATIONS)}", parameter="--to")
+    if not targets:
+        raise UsageError("name at least one observation", parameter="IDS")
+    owners = {tuple(sorted(target_tenant(state, t, binding).items())) for t in targets}
+    if len(owners) > 1:
+        raise UsageError("the observations belong to different tenants: reclassify each tenant's separately",
+                         parameter="IDS")
+    plural = "s" if len(targets) > 1 else ""
+    return _with_tenant({
+        "source": source, "event": f"Reclassified {len(targets)} observation{plural} as {classification}",
+        "type": "reclassify", "reclassify": {"targets": list(targets), "classification": classification},
+    }, dict(next(iter(owners))))
