@@ -119,7 +119,7 @@ def visible(api, scope: str) -> bool:
     return api.query(QueryRequest(scopes=(scope,), limit=1))["total"] > 0
 
 
-def stream(repo: str, seconds: float, readers: int) -> dict:
+def stream(repo: str, seconds: float, readers: int, label: str) -> dict:
     from obsrepo import Repository
 
     watch = subprocess.Popen([sys.executable, "-m", "obsrepo", "watch", "-q"], cwd=repo, env=ENV,
@@ -135,7 +135,8 @@ def stream(repo: str, seconds: float, readers: int) -> dict:
     start = time.monotonic()
     phase_at, stop_at = start + idle_seconds, start + idle_seconds + seconds
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    procs = [multiprocessing.Process(target=reader, args=(repo, scope, stop_at, phase_at, queue)) for _ in range(readers)]
+    procs = [multiprocessing.Process(target=reader, args=(repo, scope, stop_at, phase_at, queue), daemon=True)
+             for _ in range(readers)]
     for proc in procs:
         proc.start()
     time.sleep(max(0.0, phase_at - time.monotonic()))
@@ -144,16 +145,16 @@ def stream(repo: str, seconds: float, readers: int) -> dict:
     while time.monotonic() < stop_at - 2:
         tick = time.monotonic()
         serial += 1
-        tag = "c" if serial % 2 else "s"
-        paths = write_docs(repo, serial, 10 if tag == "c" else 1, tag)
-        if tag == "c":
+        tag = label + ("c" if serial % 2 else "s")
+        paths = write_docs(repo, serial, 10 if tag.endswith("c") else 1, tag)
+        if tag.endswith("c"):
             commit(repo, paths, f"stream {serial}")
         changed = time.perf_counter()
         while not visible(api, f"task/bench-{tag}{serial}"):
             if time.perf_counter() - changed > 10:
                 break
             time.sleep(0.005)
-        (fresh_commit if tag == "c" else fresh_save).append(time.perf_counter() - changed)
+        (fresh_commit if tag.endswith("c") else fresh_save).append(time.perf_counter() - changed)
         time.sleep(max(0.0, tick + 2.0 - time.monotonic()))
     idle, loaded, failed = [], [], 0
     for _ in procs:
@@ -223,9 +224,9 @@ def main() -> None:
         times = increment(work, 5)
         print(f"`obsrepo index` after a commit of 10 observations: median {statistics.median(times):.3f} s (target <= 0.35 s)")
     if "fresh" in only:
-        freshness(stream(work, args.fresh_seconds, 0), args.fresh_seconds, 0)
+        freshness(stream(work, args.fresh_seconds, 0, f"f{os.getpid() % 1000}"), args.fresh_seconds, 0)
     if "stream" in only:
-        got = stream(work, args.seconds, args.readers)
+        got = stream(work, args.seconds, args.readers, f"l{os.getpid() % 1000}")
         freshness(got, args.seconds, args.readers)
         idle99, loaded99 = pct(got["idle"], 99), pct(got["loaded"], 99)
         print(f"load: {len(got['idle']) + len(got['loaded'])} reads, {got['failed']} failed; p99 idle {idle99 * 1000:.1f} ms "
