@@ -339,6 +339,28 @@ def test_index_after_check_parses_nothing_and_check_after_index_hits_the_cache(m
         analyze_module.analyze = original
 
 
+def test_an_update_of_a_few_documents_leaves_a_large_cache_alone(make_repo, monkeypatch):
+    """Loading and rewriting the cache of a large repository costs more than parsing a few new
+    documents: an update that adds few parses them and never rewrites what `check` keeps."""
+    from obsrepo.gate.check import CheckRequest, run_check
+    from obsrepo.index import build
+
+    repo = make_repo()
+    repo.add(*[_obs(n, fields={"n": n}, entity="company/c") for n in range(1, 30)])
+    repo.commit("base")
+    api = Repository(str(repo.path))
+    assert api.index(full=True).parsed == 29
+    run_check(CheckRequest(cwd=str(repo.path)))
+    cache = sorted((repo.path / ".git" / "obsrepo").glob("*.marshal"))
+    before = {f.name: f.read_bytes() for f in cache}
+    repo.add(_obs(31, fields={"n": 31}, entity="company/c"))
+    repo.commit("one more")
+    monkeypatch.setattr(build, "CACHE_BYTES_PER_DOCUMENT", 1)  # as if the cache held 100,000 documents
+    result = api.index()
+    assert (result.added, result.parsed, result.reused) == (1, 1, 0)
+    assert {f.name: f.read_bytes() for f in cache} == before
+
+
 def test_check_imports_neither_duckdb_nor_pyarrow_nor_watchdog(repo):
     repo.add(_obs(1))
     repo.commit("base")

@@ -65,6 +65,13 @@ def _load(file: Path, digest: str) -> dict:
     return entries if isinstance(entries, dict) else {}
 
 
+def _size(file: Path) -> int:
+    try:
+        return file.stat().st_size
+    except OSError:
+        return 0
+
+
 def _store(file: Path, digest: str, entries: dict) -> None:
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +94,9 @@ class AnalysisCache:
         self.new_records: dict[str, Any] = {}
 
     @classmethod
-    def open(cls, git: Git | None) -> AnalysisCache:
+    def open(cls, git: Git | None, max_bytes: int | None = None) -> AnalysisCache:
+        """The repository's cache; a cache left off (nothing read or written) without a git
+        repository, with OBSREPO_NO_CACHE, or when its files hold more than `max_bytes`."""
         if git is None or os.environ.get("OBSREPO_NO_CACHE"):
             return cls(None, {}, "")
         try:
@@ -95,6 +104,8 @@ class AnalysisCache:
         except Exception:  # a broken repository is reported elsewhere; the cache just stays off
             return cls(None, {}, "")
         file = Path(git_dir) / "obsrepo" / "check-cache.marshal"
+        if max_bytes is not None and sum(_size(f) for f in (file, file.with_name("records.marshal"))) > max_bytes:
+            return cls(None, {}, "")
         digest = _rules_digest()
         return cls(file, _load(file, digest), digest)
 

@@ -334,10 +334,17 @@ def _parse_for_cache(path: str, data: bytes) -> tuple[list, Any, list, Any]:
             analysis.to_cache(), analysis.record_to_cache())
 
 
-def _open_cache(git: Git) -> Any:
+CACHE_BYTES_PER_DOCUMENT = 30_000  # parsing a document costs about what loading this much of the cache does
+
+
+def _open_cache(git: Git, additions: int) -> Any:
+    """The analysis cache `check` shares, unless it is much larger than the build needs: an
+    update adding a few documents parses them (~0.15 ms each) rather than load and rewrite a
+    cache of 100,000 (about a second), and its few entries never crowd out the ones `check`
+    keeps."""
     from ..gate.cache import AnalysisCache
 
-    return AnalysisCache.open(git)
+    return AnalysisCache.open(git, max_bytes=additions * CACHE_BYTES_PER_DOCUMENT)
 
 
 def _add(git: Git, con: Any, additions: list, info: dict,
@@ -348,7 +355,7 @@ def _add(git: Git, con: Any, additions: list, info: dict,
     first_row = con.execute(
         "SELECT coalesce(max(row_id), -1) + 1 FROM (SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"
     ).fetchone()[0]
-    cache = _open_cache(git)
+    cache = _open_cache(git, len(additions))
     parsed: list[Any] = [_known(cache, a[0], a[1]) for a in additions]
     todo = [i for i, hit in enumerate(parsed) if hit is None]
     result.parsed, result.reused = len(todo), len(additions) - len(todo)
