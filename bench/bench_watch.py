@@ -85,7 +85,7 @@ def apply_in_process(repo: str, reps: int) -> list[float]:
     with IndexFiles(watcher.index_file).watch_lock():
         watcher.update(WatchPlan(reconcile=True))
         for serial in range(reps):
-            commit(repo, write_docs(repo, 90000 + serial, 10, "a"), f"apply {serial}")
+            commit(repo, write_docs(repo, 90000 + serial, 10, f"a{os.getpid() % 1000}"), f"apply {serial}")
             start = time.perf_counter()
             watcher.update(WatchPlan(git=True))
             times.append(time.perf_counter() - start)
@@ -190,7 +190,7 @@ def parsed_once(repo: str, runs: int) -> dict[str, float]:
 def increment(repo: str, runs: int) -> list[float]:
     times = []
     for serial in range(runs):
-        commit(repo, write_docs(repo, 95000 + serial, 10, "i"), f"increment {serial}")
+        commit(repo, write_docs(repo, 95000 + serial, 10, f"i{os.getpid() % 1000}"), f"increment {serial}")
         times.append(run([sys.executable, "-m", "obsrepo", "index", "-q"], repo))
     return times
 
