@@ -115,7 +115,7 @@ class ReadScope:
         """Point `visible` and its companions at another commit (same binding, same connection)."""
         if at_commit == self.at_commit:
             return
-        seq_row = self.one("SELECT seq FROM commits WHERE sha = ?", [at_commit])
+        seq_row = self.remember(("seq", at_commit), lambda: self.one("SELECT seq FROM commits WHERE sha = ?", [at_commit]))
         if seq_row is not None and self.drafts and at_commit == self.indexed_commit:
             self._with_drafts(int(seq_row[0]))
         elif seq_row is not None:
