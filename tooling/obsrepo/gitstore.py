@@ -65,11 +65,20 @@ class Git:
     def __init__(self, root: str, env: dict[str, str] | None = None) -> None:
         self.root = root
         self.env = env or {}
+        self._dirs: tuple[str, str] | None = None
 
     def with_index(self, index_file: str) -> Git:
         """The same repository with another index file (GIT_INDEX_FILE), e.g. a commit's tree
         read into a temporary index so that index-only commands see that commit."""
         return Git(self.root, {**self.env, "GIT_INDEX_FILE": index_file})
+
+    def dirs(self) -> tuple[str, str]:
+        """(the git directory, the common one: where refs live, shared by linked work trees),
+        both absolute; asked of git once per object."""
+        if self._dirs is None:
+            out = self.run("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir").decode().splitlines()
+            self._dirs = (out[0], out[1])
+        return self._dirs
 
     def run(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
         env = {**os.environ, **GIT_ENV, **self.env}

@@ -47,7 +47,6 @@ class _HeadCache:
 
     def __init__(self, git: Git) -> None:
         self.git = git
-        self.dirs: tuple[str, str] | None = None
         self.stamp: tuple | None = None
         self.head = ""
 
@@ -61,11 +60,7 @@ class _HeadCache:
 
     def _stamp(self) -> tuple | None:
         try:
-            if self.dirs is None:
-                out = self.git.run("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir").decode()
-                git_dir, common = out.splitlines()[:2]
-                self.dirs = (git_dir, common)
-            git_dir, common = self.dirs
+            git_dir, common = self.git.dirs()
             if os.path.exists(os.path.join(common, "reftable")):
                 return None
             with open(os.path.join(git_dir, "HEAD"), "rb") as handle:

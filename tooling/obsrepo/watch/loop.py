@@ -78,9 +78,7 @@ class Watcher:
         self.observer: Any = None
         self.watched: set[str] = set()
         self.updates = 0
-        git_dir = self.git.run("rev-parse", "--absolute-git-dir").decode().strip()
-        common = self.git.run("rev-parse", "--git-common-dir").decode().strip()
-        common = os.path.normpath(os.path.join(self.root, common)) if not os.path.isabs(common) else common
+        git_dir, common = self.git.dirs()
         self.git_dirs = tuple(dict.fromkeys(p.replace(os.sep, "/") for p in (git_dir, common)))
 
     # -- events ----------------------------------------------------------------------------

@@ -184,9 +184,6 @@ def publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[str
         return _publish(git, branch, reason, build, identity)
 
 
-_COMMON_DIRS: dict[str, str] = {}
-
-
 @contextlib.contextmanager
 def _writers_queue(git: Git) -> Iterator[None]:
     """Writers of one repository on this machine take turns (an exclusive `flock` on
@@ -199,11 +196,8 @@ def _writers_queue(git: Git) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not on this platform
         yield
         return
-    common = _COMMON_DIRS.get(git.root)
-    if common is None:
-        common = git.run("rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip()
-        _COMMON_DIRS[git.root] = common
     try:
+        common = git.dirs()[1]
         os.makedirs(os.path.join(common, "obsrepo"), exist_ok=True)
         handle = open(os.path.join(common, "obsrepo", "proposals.lock"), "a+b")  # noqa: SIM115 - closed below
     except OSError:
