@@ -317,7 +317,8 @@ class Repository:
         from .write.statements import retraction, target_tenant
 
         with self._writing:
-            tenant = target_tenant(self._targets(branch, commit), obs_id, self.tenant)
+            at = self._statement_base(branch, commit)
+            tenant = target_tenant(self._documents(at, commit), obs_id, self.tenant)
             return self._write(retraction(obs_id, tenant, reason=reason, source=source or self._source()),
                                branch, commit, "retract")
 
