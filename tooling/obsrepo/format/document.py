@@ -233,10 +233,13 @@ class _Composer:
         except MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             problem = exc.problem or exc.context or "invalid YAML"
+            rule, message = "yaml-syntax", f"invalid YAML: {problem}"
+            if "maximum nesting depth" in problem:  # libyaml's own bound (newer releases), met while scanning ahead of ours
+                rule, message = "yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels"
             if mark is None:
-                self.issues.append(_issue(self.path, 2, 1, "yaml-syntax", f"invalid YAML: {problem}"))
+                self.issues.append(_issue(self.path, 2, 1, rule, message))
             else:
-                self.bad(mark, "yaml-syntax", f"invalid YAML: {problem}")
+                self.bad(mark, rule, message)
             return None
         except YAMLError as exc:  # reader errors (control characters) carry a position instead
             position = getattr(exc, "position", None)
