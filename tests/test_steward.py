@@ -71,6 +71,39 @@ def test_the_index_folds_feedback_commit_by_commit(repo):
         assert old["observations"][0]["weight"] == pytest.approx(BY_HAND[1], abs=1e-9)
 
 
+def test_an_update_without_new_feedback_leaves_the_weight_tables_untouched(repo, tmp_path):
+    """An update folds the feedback again but writes the weight tables only when the fold
+    changed (their storage blocks stay the same otherwise); after each update they equal a
+    full build's."""
+    repo.add(observation(TARGET, event="invoice paid late"))
+    repo.add(_feedback(1, "accepted"))
+    repo.add(_feedback(2, "misleading"))
+    repo.commit("target and feedback")
+
+    def blocks(api):
+        return api.sql("SELECT column_name, segment_id, block_id, block_offset FROM "
+                       "pragma_storage_info('observation_weight_history') ORDER BY ALL")[1]
+
+    def history(api):
+        return api.sql("SELECT * FROM observation_weight_history ORDER BY feedback_id")[1]
+
+    with hermetic(repo.env):
+        api = Repository(str(repo.path))
+        api.index()
+        before, weights = blocks(api), _weights(api)
+        repo.add(observation("obs-20260301-090000-0009", event="unrelated"))
+        repo.commit("no feedback")
+        api.index()
+        assert blocks(api) == before and _weights(api) == weights
+        repo.add(_feedback(3, "rejected"))
+        repo.commit("more feedback")
+        api.index()
+        assert blocks(api) != before and _weights(api)[TARGET][1] == 3
+        full = Repository(str(repo.path), index=str(tmp_path / "full.duckdb"))
+        full.index(full=True)
+        assert history(api) == history(full) and _weights(api) == _weights(full)
+
+
 def test_merged_branches_fold_like_a_linear_history(make_repo):
     outcomes = {"a": ("misleading", 1), "b": ("misleading", 2), "c": ("misleading", 3), "d": ("accepted", 4)}
 

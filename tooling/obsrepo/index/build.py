@@ -393,9 +393,15 @@ def _add(git: Git, con: Any, additions: list, info: dict,
 def _insert_batch(con: Any, batch: Any, first_row: int, result: BuildResult) -> None:
     """Load an Arrow table of obs_versions rows (row ids from `first_row`): the printed records
     in row-id order, the rows stored by entity (one entity's rows sit together), their terms."""
+    import pyarrow.compute as pc
+
     quoted = ", ".join(f'"{c}"' for c in OBS_COLUMNS)
+    row_ids = batch.column("row_id")
+    if len(row_ids) > 1 and not pc.all(pc.less(row_ids[:-1], row_ids[1:])).as_py():
+        batch = batch.sort_by("row_id")  # the paths that build it keep row-id order; this one never sorts
     con.register("incoming", batch)
-    index_records(con, "incoming", "obs_records", first_row)
+    # already in row-id order, which an insert keeps (DuckDB's preserve_insertion_order): no sort
+    con.execute(f"INSERT INTO obs_records SELECT row_id, {RECORD_COLUMNS} FROM incoming")
     con.execute(f"INSERT INTO obs_versions ({quoted}) SELECT {quoted} FROM incoming ORDER BY coalesce(entity, chr(65535)), id")
     _touch(result, con.execute("SELECT DISTINCT entity, special FROM incoming").fetchall())
     con.unregister("incoming")

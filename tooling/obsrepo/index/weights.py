@@ -69,6 +69,9 @@ def refresh_weights(git: Git, con: Any, target: str) -> None:
                                       prefix="build")
     relation = f"({effective})"
     weights, history = fold(feedback_events(con, relation))
+    stored = con.execute("SELECT * FROM observation_weight_history ORDER BY rowid").fetchall()
+    if stored == history:
+        return  # most updates bring no feedback: the tables stay as they are (nothing to checkpoint)
     con.execute("DELETE FROM observation_weights")
     con.execute("DELETE FROM observation_weight_history")
     if not history:
