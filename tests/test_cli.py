@@ -340,3 +340,26 @@ def test_user_mistakes_around_new_and_check_are_never_internal_errors(repo: Repo
     (repo.path / "schemas" / "entities" / "company.yaml").mkdir(parents=True)  # a folder named like a schema
     result = repo.check()
     assert result.returncode == 1 and result.issues == [("VALIDATION_ERROR", "entity-schema", "schemas/entities/company.yaml")]
+
+
+def test_the_program_delivers_all_its_output_and_its_exit_code_when_it_exits_at_once(committed: Repo) -> None:
+    """`obsrepo` skips Python's teardown after a command (run()): what it printed still arrives
+    whole through a pipe, on both streams, with the command's exit code."""
+    assert committed.obsrepo("index").returncode == 0
+    proc = committed.obsrepo("sql", "SELECT range AS n FROM range(200000)", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == 200000 and rows[-1] == {"n": 199999}
+    proc = committed.obsrepo("query", "--after", "not a time", "--format", "json")
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["code"] == "VALIDATION_ERROR"
+    proc = committed.obsrepo("check")
+    assert proc.returncode == 0 and proc.stderr == "checked 1 document: ok\n"
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_program_quietly(committed: Repo) -> None:
+    """`obsrepo sql … | head -1`: no traceback and no "Exception ignored" on stderr."""
+    assert committed.obsrepo("index").returncode == 0
+    proc = subprocess.run(f"{sys.executable} -m obsrepo sql 'SELECT range AS n FROM range(300000)' | head -c 100",
+                          shell=True, cwd=committed.path, env=committed.env, capture_output=True, text=True)
+    assert len(proc.stdout) == 100
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr and "Broken" not in proc.stderr, proc.stderr
