@@ -989,3 +989,31 @@ def test_a_kept_open_index_follows_every_way_head_moves(make_repo) -> None:
             assert ids() == {obs_id(1), obs_id(2)}
         finally:
             library.close()
+
+
+def test_the_private_copy_started_early_is_used_or_removed(repo: Repo, tmp_path: Path) -> None:
+    """A writer starts copying the published file before it knows whether it will update it:
+    the copy becomes the new generation, or is removed (nothing to do, a damaged file rebuilt
+    from git, a full build); no private copy is ever left behind."""
+    index = tmp_path / "index.duckdb"
+
+    def leftovers() -> list[str]:
+        return sorted(p.name for p in tmp_path.glob("index.duckdb.tmp-*"))
+
+    repo.add(A)
+    repo.commit("A")
+    with hermetic(repo.env):
+        api = repository(repo, index)
+        api.index()
+        assert api.index().unchanged and leftovers() == []
+        repo.add(B)
+        repo.commit("B")
+        result = api.index()
+        assert not result.unchanged and result.added == 1 and leftovers() == []
+        assert sorted(r[0] for r in duckdb.connect(str(index), read_only=True).execute("SELECT id FROM observations").fetchall()) \
+            == sorted([A.id, B.id])
+        _overwrite_block("obs_versions", "event")(index)
+        repo.add(observation("obs-20260213-102500-0099"))
+        repo.commit("C")
+        assert api.index().added == 3 and leftovers() == []  # rebuilt from git
+        assert api.index(full=True).added == 3 and leftovers() == []

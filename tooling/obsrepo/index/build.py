@@ -8,9 +8,10 @@ The writer works on a private copy and publishes it atomically (see `store`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,17 +97,23 @@ def record_update(path: str, result: BuildResult, started: float) -> None:
 def _build_locked(git: Git, files: IndexFiles, target: str, full: bool,
                   progress: Callable[[int, int], None] | None, strict: bool) -> BuildResult:
     with files.writer_lock():
-        existing = None if full else files.current_commit_chain()
-        if existing and existing[-1] == target:
-            if files.intact():
-                return BuildResult(target, False, unchanged=True)  # already there: nothing copied, nothing published
-            existing = None  # a damaged block somewhere: rebuild from git
+        early = None if full else files.early_copy()
         try:
-            return _write(git, files, target, existing, progress, strict)
-        except damage_errors() as exc:
-            if existing is None:
-                raise IndexFault(f"the index could not be written: {exc}", path=files.path) from None
-        return _write(git, files, target, None, progress, strict)  # the copy held damaged blocks
+            existing = None if full else files.current_commit_chain()
+            if existing and existing[-1] == target:
+                if files.intact():
+                    return BuildResult(target, False, unchanged=True)  # already there: nothing published
+                existing = None  # a damaged block somewhere: rebuild from git
+            try:
+                return _write(git, files, target, existing, progress, strict, early)
+            except damage_errors() as exc:
+                if existing is None:
+                    raise IndexFault(f"the index could not be written: {exc}", path=files.path) from None
+            return _write(git, files, target, None, progress, strict)  # the copy held damaged blocks
+        finally:
+            if early is not None:  # never leave the copy running, nor an unused copy behind
+                with contextlib.suppress(Exception):
+                    files.discard(early.result())
 
 
 def _warm_up_validation() -> None:
@@ -120,11 +127,17 @@ def _warm_up_validation() -> None:
 
 
 def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
-           progress: Callable[[int, int], None] | None, strict: bool) -> BuildResult:
+           progress: Callable[[int, int], None] | None, strict: bool, early: Future[str] | None = None) -> BuildResult:
+    """`early`: the private copy, started by the caller (used when updating `existing`)."""
     import duckdb
 
     try:
-        work = files.private_copy(existing is not None)
+        if early is not None and existing is not None:
+            work = early.result()
+        else:
+            if early is not None:
+                early.result()  # finished before its path is made anew
+            work = files.private_copy(existing is not None)
         con = open_writer(work)
     except (OSError, duckdb.IOException) as exc:
         raise unwritable(files.path, exc if isinstance(exc, OSError) else OSError(str(exc))) from None

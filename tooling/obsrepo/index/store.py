@@ -19,10 +19,13 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexFault
 from .schema import FORMAT_VERSION
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 DEFAULT_INDEX = os.path.join(".obsrepo", "index.duckdb")
 
@@ -286,6 +289,21 @@ class IndexFiles:
         if copy:
             shutil.copyfile(self.path, work)
         return work
+
+    def early_copy(self) -> Future[str] | None:
+        """Start the private copy of the published file on a thread, for a writer (holding the
+        lock) that will most likely update it: copying releases the interpreter, so it runs while
+        the writer imports DuckDB and reads the stored chain (~25 ms of an update at 100,000
+        observations). None when there is no file; `discard` it when it was not used."""
+        if not os.path.isfile(self.path):
+            return None
+        import concurrent.futures
+
+        copier = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="obsrepo-copy")
+        try:
+            return copier.submit(self.private_copy, True)
+        finally:
+            copier.shutdown(wait=False)  # the thread ends with its one task
 
     @staticmethod
     def discard(work: str) -> None:
