@@ -1017,3 +1017,36 @@ def test_the_private_copy_started_early_is_used_or_removed(repo: Repo, tmp_path:
         repo.commit("C")
         assert api.index().added == 3 and leftovers() == []  # rebuilt from git
         assert api.index(full=True).added == 3 and leftovers() == []
+
+
+def test_a_replaced_generation_is_freed_off_the_writers_path_and_never_left_behind(repo: Repo, tmp_path: Path) -> None:
+    """Publishing links the old generation to a second name, renames the new one over it and
+    removes that name on a thread; a process that died before removing it leaves a name the
+    next writer sweeps away. A reader holding the old generation keeps reading it."""
+    from obsrepo.index.store import wait_for_freeing
+
+    index = tmp_path / "index.duckdb"
+
+    def old_names() -> list[str]:
+        return sorted(p.name for p in tmp_path.glob("index.duckdb*.old-*"))
+
+    repo.add(A)
+    repo.commit("A")
+    with hermetic(repo.env):
+        api = repository(repo, index)
+        api.index()
+        reader = duckdb.connect(str(index), read_only=True)
+        first = os.stat(index).st_ino
+        repo.add(B)
+        repo.commit("B")
+        api.index()
+        wait_for_freeing()
+        assert os.stat(index).st_ino != first and old_names() == []
+        assert [r[0] for r in reader.execute("SELECT id FROM observations").fetchall()] == [A.id]  # still readable
+        reader.close()
+        os.link(index, tmp_path / "index.duckdb.old-99999-0")  # as a killed writer would leave it
+        repo.add(observation("obs-20260213-102500-0099"))
+        repo.commit("C")
+        api.index()
+        wait_for_freeing()
+        assert old_names() == []

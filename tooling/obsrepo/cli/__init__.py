@@ -204,6 +204,9 @@ def run() -> NoReturn:
             stream.flush()
         except (BrokenPipeError, ValueError):  # the reader left, or the stream was closed
             pass
+    store = sys.modules.get("obsrepo.index.store")
+    if store is not None:
+        store.wait_for_freeing()  # an old index generation is removed once the answer is out
     os._exit(code)
 
 
