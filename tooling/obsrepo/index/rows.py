@@ -39,10 +39,19 @@ def special(record: dict) -> bool:
     return bool(record["retracts"]) or any(r["type"] == "DUPLICATE_OF" for r in record["relations"])
 
 
-def observation_batch(versions: list[tuple[list, dict, int]], info: dict) -> Any:
+def text_batch(versions: list[tuple[list, dict, int]]) -> Any:
+    """The columns BM25 reads (row_id, event, body) of (file, record, row id) triples, as Arrow."""
+    import pyarrow as pa
+
+    return pa.table({"row_id": pa.array([row_id for _, _, row_id in versions], pa.int64()),
+                     "event": pa.array([record["event"] for _, record, _ in versions], pa.string()),
+                     "body": pa.array([record["body"] for _, record, _ in versions], pa.string())})
+
+
+def observation_batch(versions: list[tuple[list, dict, int]], info: dict, text: Any = None) -> Any:
     """obs_versions rows as an Arrow table built straight from (file, record, row id) triples
     (file: path, blob, seq, commit[, removed seq]); the same table as `arrow_table` over
-    `build.version_row` dicts, without making them."""
+    `build.version_row` dicts, without making them. `text`: their `text_batch`, made already."""
     import pyarrow as pa
 
     types = arrow_types()
@@ -65,6 +74,8 @@ def observation_batch(versions: list[tuple[list, dict, int]], info: dict) -> Any
         # aware datetimes: as UTC instants, then the naive UTC a TIMESTAMP column holds
         "timestamp": pa.array([record["timestamp"] for record in records], pa.timestamp("us", "UTC")).cast(types["timestamp"]),
     }
+    if text is not None:
+        columns.update(event=text.column("event"), body=text.column("body"))
     names = [name for name in OBS_COLUMNS if name not in columns]  # the rest, read from the records
     columns.update(zip(names, zip(*map(itemgetter(*names), records))))  # columns at once: C loops, no Python one per value
     return pa.table({name: columns[name] for name in OBS_COLUMNS}, schema=obs_schema())

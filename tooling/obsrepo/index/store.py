@@ -95,6 +95,13 @@ class Attached:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
 
+    def sibling(self) -> Any:
+        """A second connection to the same attached file (its own temporary tables), for work
+        that runs beside this connection's on another thread; close it before this one."""
+        con = Attached._engine.cursor()
+        con.execute(f"USE {self.alias}")
+        return con
+
     def close(self) -> None:
         try:
             self._con.execute("USE memory")
