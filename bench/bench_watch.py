@@ -3,7 +3,8 @@
     python bench/generate.py /tmp/obs-100k --count 100000
     python bench/bench_watch.py /tmp/obs-100k [--seconds 60] [--readers 8]
 
-Works on a copy (`REPO-watchbench`, made once with `cp -a`; it gets new commits). Reports:
+Works on a copy (`REPO-watchbench`, made once with `cp -a`, or anew with --fresh-copy; it gets new
+commits). Reports:
   apply        a watcher (in this process) applying a commit of 10 observations: `Watcher.update`
                from the ref change to the published index and overlay (median of 10)
   fresh        a watcher process (`obsrepo watch`) under a steady stream of one change every
@@ -210,8 +211,13 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", choices=["apply", "increment", "fresh", "stream", "parsed"], action="append")
+    parser.add_argument("--fresh-copy", action="store_true",
+                        help="make the copy anew: the commits of earlier runs (loose objects, a longer chain, a "
+                             "growing last row group) slow updates down, so compare figures taken on fresh copies")
     args = parser.parse_args()
     work = args.repo.rstrip("/") + "-watchbench"
+    if args.fresh_copy:
+        shutil.rmtree(work, ignore_errors=True)
     if not os.path.isdir(work):
         subprocess.run(["cp", "-a", args.repo, work], check=True)
     run([sys.executable, "-m", "obsrepo", "index", "-q"], work)
