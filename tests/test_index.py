@@ -1050,3 +1050,37 @@ def test_a_replaced_generation_is_freed_off_the_writers_path_and_never_left_behi
         api.index()
         wait_for_freeing()
         assert old_names() == []
+
+
+def test_records_read_raw_from_the_cache_index_as_parsed_ones_and_a_tampered_one_is_parsed_again(
+        api: Repo, tmp_path: Path, monkeypatch: Any) -> None:
+    """A build from the analysis cache reads each record as stored (moments as microseconds,
+    not copied into datetimes) on both load paths, mixed with documents parsed in the same
+    build; a record whose moments are not what the cache writes is parsed again."""
+    import marshal
+
+    from obsrepo.index import build
+
+    _plant_invalid_history(api)
+    api.add(comprehension("comp-a", [A.id]))
+    api.commit("a comprehension")
+    with hermetic(api.env):
+        fresh = repository(api, tmp_path / "fresh.duckdb").index()  # parses, and fills the cache
+        assert fresh.parsed > 0
+        monkeypatch.setattr(build, "PLAIN_LIMIT", 1)  # the Arrow batch path for any number of rows
+        cached = repository(api, tmp_path / "cached.duckdb").index()
+        assert cached.parsed == 0 and cached.reused == fresh.parsed
+        assert dump(tmp_path / "cached.duckdb") == dump(tmp_path / "fresh.duckdb")
+        records = api.path / ".git" / "obsrepo" / "records.marshal"
+        stored = marshal.loads(records.read_bytes())
+        observation_key = next(k for k, v in stored["entries"].items() if "timestamp" in v)
+        comprehension_key = next(k for k, v in stored["entries"].items() if "created" in v)
+        stored["entries"][observation_key]["timestamp"] = ("2026-02-13",)
+        stored["entries"][comprehension_key]["created"] = (10 ** 20,)  # past year 9999
+        records.write_bytes(marshal.dumps(stored))
+        again = repository(api, tmp_path / "again.duckdb").index()
+        assert again.parsed == 2 and again.reused == fresh.parsed - 2
+        assert dump(tmp_path / "again.duckdb") == dump(tmp_path / "fresh.duckdb")
+        monkeypatch.setattr(build, "PLAIN_LIMIT", 10_000)  # the plain-parameter path, from the cache too
+        plain = repository(api, tmp_path / "plain.duckdb").index()
+        assert plain.parsed == 0 and dump(tmp_path / "plain.duckdb") == dump(tmp_path / "fresh.duckdb")

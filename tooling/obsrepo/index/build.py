@@ -334,7 +334,7 @@ def _known(cache: Any, path: str, blob: str) -> tuple[list, Any] | None:
     issues = analysis.issues + place(path, analysis)
     record = None
     if not issues and analysis.facts is not None:
-        record = cache.record(path, blob)
+        record = cache.record(path, blob, raw=True)  # its moments are converted where rows are made (rows.utc)
         if record is None:
             return None
     return [[i.line, i.col, i.code, i.rule, i.message] for i in issues], record

@@ -3,7 +3,7 @@ many and by plain parameters for a few; and the tokenizer shared by BM25 terms a
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from operator import itemgetter
 from typing import Any
 
@@ -71,14 +71,26 @@ def observation_batch(versions: list[tuple[list, dict, int]], info: dict, text: 
         "committed_at": [meta[2] for meta in metas],
         "class_rank": [CLASSIFICATION_RANK[record["classification"]] for record in records],
         "special": [special(record) for record in records],
-        # aware datetimes: as UTC instants, then the naive UTC a TIMESTAMP column holds
-        "timestamp": pa.array([record["timestamp"] for record in records], pa.timestamp("us", "UTC")).cast(types["timestamp"]),
+        "timestamp": _timestamps([record["timestamp"] for record in records], types["timestamp"]),
     }
     if text is not None:
         columns.update(event=text.column("event"), body=text.column("body"))
     names = [name for name in OBS_COLUMNS if name not in columns]  # the rest, read from the records
     columns.update(zip(names, zip(*map(itemgetter(*names), records))))  # columns at once: C loops, no Python one per value
     return pa.table({name: columns[name] for name in OBS_COLUMNS}, schema=obs_schema())
+
+
+def _timestamps(moments: list[Any], kind: Any) -> Any:
+    """Aware datetimes (a parsed record) or 1-tuples of UTC microseconds (a record read raw from
+    the cache) → the naive UTC a TIMESTAMP column holds."""
+    import pyarrow as pa
+
+    if all(moment.__class__ is tuple for moment in moments):
+        return pa.array([moment[0] for moment in moments], pa.int64()).cast(kind)
+    if any(moment.__class__ is tuple for moment in moments):
+        moments = [utc(moment) for moment in moments]  # naive UTC, every one
+        return pa.array(moments, kind)
+    return pa.array(moments, pa.timestamp("us", "UTC")).cast(kind)  # as UTC instants, then naive
 
 
 def obs_schema() -> Any:
@@ -109,10 +121,17 @@ def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> N
     con.unregister("incoming")
 
 
-def utc(moment: datetime) -> datetime:
-    """Naive UTC, as DuckDB TIMESTAMP columns hold it (None stays None: an uncommitted draft)."""
+_EPOCH = datetime(1970, 1, 1)
+
+
+def utc(moment: Any) -> Any:
+    """Naive UTC, as DuckDB TIMESTAMP columns hold it (None stays None: an uncommitted draft).
+    A record read raw from the analysis cache holds its moments as 1-tuples of UTC microseconds
+    since the epoch (`Analysis.record_to_cache`)."""
     if moment is None:
         return moment
+    if moment.__class__ is tuple:
+        return _EPOCH + timedelta(microseconds=moment[0])
     return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
