@@ -98,7 +98,8 @@ class Attached:
     def sibling(self) -> Any:
         """A second connection to the same attached file (its own temporary tables), for work
         that runs beside this connection's on another thread; close it before this one."""
-        con = Attached._engine.cursor()
+        with Attached._lock:
+            con = Attached._engine.cursor()
         con.execute(f"USE {self.alias}")
         return con
 
