@@ -991,65 +991,64 @@ def test_a_kept_open_index_follows_every_way_head_moves(make_repo) -> None:
             library.close()
 
 
-def test_the_private_copy_started_early_is_used_or_removed(repo: Repo, tmp_path: Path) -> None:
-    """A writer starts copying the published file before it knows whether it will update it:
-    the copy becomes the new generation, or is removed (nothing to do, a damaged file rebuilt
-    from git, a full build); no private copy is ever left behind."""
-    index = tmp_path / "index.duckdb"
+def _names(folder: Path, pattern: str) -> list[str]:
+    return sorted(p.name for p in folder.glob(pattern))
 
-    def leftovers() -> list[str]:
-        return sorted(p.name for p in tmp_path.glob("index.duckdb.tmp-*"))
 
+@pytest.fixture
+def indexed_a(repo: Repo, tmp_path: Path) -> Iterator[tuple[Repo, Any, Path]]:
+    """A repository with A committed and indexed at tmp_path/index.duckdb (git isolated)."""
     repo.add(A)
     repo.commit("A")
+    index = tmp_path / "index.duckdb"
     with hermetic(repo.env):
         api = repository(repo, index)
         api.index()
-        assert api.index().unchanged and leftovers() == []
-        repo.add(B)
-        repo.commit("B")
-        result = api.index()
-        assert not result.unchanged and result.added == 1 and leftovers() == []
-        assert sorted(r[0] for r in duckdb.connect(str(index), read_only=True).execute("SELECT id FROM observations").fetchall()) \
-            == sorted([A.id, B.id])
-        _overwrite_block("obs_versions", "event")(index)
-        repo.add(observation("obs-20260213-102500-0099"))
-        repo.commit("C")
-        assert api.index().added == 3 and leftovers() == []  # rebuilt from git
-        assert api.index(full=True).added == 3 and leftovers() == []
+        yield repo, api, index
 
 
-def test_a_replaced_generation_is_freed_off_the_writers_path_and_never_left_behind(repo: Repo, tmp_path: Path) -> None:
+def test_the_private_copy_started_early_is_used_or_removed(indexed_a: tuple[Repo, Any, Path]) -> None:
+    """A writer starts copying the published file before it knows whether it will update it:
+    the copy becomes the new generation, or is removed (nothing to do, a damaged file rebuilt
+    from git, a full build); no private copy is ever left behind."""
+    repo, api, index = indexed_a
+    assert api.index().unchanged and _names(index.parent, "index.duckdb.tmp-*") == []
+    repo.add(B)
+    repo.commit("B")
+    result = api.index()
+    assert not result.unchanged and result.added == 1 and _names(index.parent, "index.duckdb.tmp-*") == []
+    assert sorted(r[0] for r in duckdb.connect(str(index), read_only=True).execute("SELECT id FROM observations").fetchall()) \
+        == sorted([A.id, B.id])
+    _overwrite_block("obs_versions", "event")(index)
+    repo.add(observation("obs-20260213-102500-0099"))
+    repo.commit("C")
+    assert api.index().added == 3 and _names(index.parent, "index.duckdb.tmp-*") == []  # rebuilt from git
+    assert api.index(full=True).added == 3 and _names(index.parent, "index.duckdb.tmp-*") == []
+
+
+def test_a_replaced_generation_is_freed_off_the_writers_path_and_never_left_behind(
+        indexed_a: tuple[Repo, Any, Path]) -> None:
     """Publishing links the old generation to a second name, renames the new one over it and
     removes that name on a thread; a process that died before removing it leaves a name the
     next writer sweeps away. A reader holding the old generation keeps reading it."""
     from obsrepo.index.store import wait_for_freeing
 
-    index = tmp_path / "index.duckdb"
-
-    def old_names() -> list[str]:
-        return sorted(p.name for p in tmp_path.glob("index.duckdb*.old-*"))
-
-    repo.add(A)
-    repo.commit("A")
-    with hermetic(repo.env):
-        api = repository(repo, index)
-        api.index()
-        reader = duckdb.connect(str(index), read_only=True)
-        first = os.stat(index).st_ino
-        repo.add(B)
-        repo.commit("B")
-        api.index()
-        wait_for_freeing()
-        assert os.stat(index).st_ino != first and old_names() == []
-        assert [r[0] for r in reader.execute("SELECT id FROM observations").fetchall()] == [A.id]  # still readable
-        reader.close()
-        os.link(index, tmp_path / "index.duckdb.old-99999-0")  # as a killed writer would leave it
-        repo.add(observation("obs-20260213-102500-0099"))
-        repo.commit("C")
-        api.index()
-        wait_for_freeing()
-        assert old_names() == []
+    repo, api, index = indexed_a
+    reader = duckdb.connect(str(index), read_only=True)
+    first = os.stat(index).st_ino
+    repo.add(B)
+    repo.commit("B")
+    api.index()
+    wait_for_freeing()
+    assert os.stat(index).st_ino != first and _names(index.parent, "index.duckdb*.old-*") == []
+    assert [r[0] for r in reader.execute("SELECT id FROM observations").fetchall()] == [A.id]  # still readable
+    reader.close()
+    os.link(index, index.parent / "index.duckdb.old-99999-0")  # as a killed writer would leave it
+    repo.add(observation("obs-20260213-102500-0099"))
+    repo.commit("C")
+    api.index()
+    wait_for_freeing()
+    assert _names(index.parent, "index.duckdb*.old-*") == []
 
 
 def test_records_read_raw_from_the_cache_index_as_parsed_ones_and_a_tampered_one_is_parsed_again(

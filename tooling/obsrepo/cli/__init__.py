@@ -187,7 +187,7 @@ def run() -> NoReturn:
     immediate exit. A finished command has closed every file it wrote and joined every worker
     (each is opened in a `with`, or closed before an index is published), so what Python's own
     teardown would still do, freeing DuckDB, pydantic and pyarrow module by module, only costs
-    time: about 50 ms a command. Standard output and error are flushed first; when the reader
+    time: about 45 ms a command. Standard output and error are flushed first; when the reader
     has closed the pipe (`obsrepo query | head`), the command ends quietly with its own code."""
     try:
         main(prog_name="obsrepo")

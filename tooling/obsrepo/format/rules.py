@@ -27,6 +27,14 @@ def _micros(moment: datetime) -> int:
     return (naive - _EPOCH) // timedelta(microseconds=1)
 
 
+_MICROS_RANGE = (_micros(datetime.min), _micros(datetime.max))
+
+
+def moment_from_cache(value: tuple[int]) -> datetime:
+    """A cached record's moment (a 1-tuple of UTC microseconds since the epoch) as naive UTC."""
+    return _EPOCH + timedelta(microseconds=value[0])
+
+
 
 @dataclass
 class Analysis:
@@ -54,8 +62,20 @@ class Analysis:
         record = dict(row)
         for key in _MOMENTS:
             if isinstance(record.get(key), tuple):
-                record[key] = _EPOCH + timedelta(microseconds=record[key][0])
+                record[key] = moment_from_cache(record[key])
         return record
+
+    @staticmethod
+    def cached_moments_ok(row: dict[str, Any]) -> bool:
+        """Whether a cached record's moments are what `record_to_cache` writes, for a reader
+        that takes the record as stored (a foreign or tampered file is parsed again)."""
+        low, high = _MICROS_RANGE
+        for key in _MOMENTS:
+            if key in row:
+                value = row[key]
+                if not (value.__class__ is tuple and len(value) == 1 and value[0].__class__ is int and low <= value[0] <= high):
+                    return False
+        return True
 
     def to_cache(self) -> list:
         return [self.kind, [[i.line, i.col, i.code, i.rule, i.message, i.severity] for i in self.issues], self.facts]

@@ -83,22 +83,6 @@ def _store(file: Path, digest: str, entries: dict) -> None:
         pass  # a read-only git directory only costs speed
 
 
-_MOMENT_KEYS = ("timestamp", "created", "updated")
-_MICROS = (-62135596800 * 10**6, 253402300799999999)  # 0001-01-01T00:00:00 to 9999-12-31T23:59:59.999999 UTC
-
-
-def _moments_ok(row: dict[str, Any]) -> bool:
-    """Whether a raw record's moments are what `Analysis.record_to_cache` writes (a foreign or
-    tampered file is parsed again, never trusted into the index)."""
-    for key in _MOMENT_KEYS:
-        if key in row:
-            value = row[key]
-            if not (value.__class__ is tuple and len(value) == 1 and value[0].__class__ is int
-                    and _MICROS[0] <= value[0] <= _MICROS[1]):
-                return False
-    return True
-
-
 class AnalysisCache:
     def __init__(self, file: Path | None, entries: dict[str, list], digest: str) -> None:
         self.file = file
@@ -159,7 +143,7 @@ class AnalysisCache:
         if not isinstance(row, dict):
             return None
         if raw:
-            return row if _moments_ok(row) else None
+            return row if Analysis.cached_moments_ok(row) else None
         try:
             return Analysis.record_from_cache(row)
         except (TypeError, ValueError, OverflowError):

@@ -104,6 +104,9 @@ def _build_locked(git: Git, files: IndexFiles, target: str, full: bool,
                 if files.intact():
                     return BuildResult(target, False, unchanged=True)  # already there: nothing published
                 existing = None  # a damaged block somewhere: rebuild from git
+            if existing is None and early is not None:  # nothing to copy from: a build from git
+                _drop(files, early)
+                early = None
             try:
                 return _write(git, files, target, existing, progress, strict, early)
             except damage_errors() as exc:
@@ -111,9 +114,14 @@ def _build_locked(git: Git, files: IndexFiles, target: str, full: bool,
                     raise IndexFault(f"the index could not be written: {exc}", path=files.path) from None
             return _write(git, files, target, None, progress, strict)  # the copy held damaged blocks
         finally:
-            if early is not None:  # never leave the copy running, nor an unused copy behind
-                with contextlib.suppress(Exception):
-                    files.discard(early.result())
+            if early is not None:  # used (renamed away: nothing left), or not: removed
+                _drop(files, early)
+
+
+def _drop(files: IndexFiles, early: Future[str]) -> None:
+    """Wait for a private copy started early and remove it (a failed copy leaves nothing)."""
+    with contextlib.suppress(Exception):
+        files.discard(early.result())
 
 
 def _warm_up_validation() -> None:
@@ -128,16 +136,11 @@ def _warm_up_validation() -> None:
 
 def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
            progress: Callable[[int, int], None] | None, strict: bool, early: Future[str] | None = None) -> BuildResult:
-    """`early`: the private copy, started by the caller (used when updating `existing`)."""
+    """`early`: the private copy of `existing`, started by the caller."""
     import duckdb
 
     try:
-        if early is not None and existing is not None:
-            work = early.result()
-        else:
-            if early is not None:
-                early.result()  # finished before its path is made anew
-            work = files.private_copy(existing is not None)
+        work = early.result() if early is not None else files.private_copy(existing is not None)
         con = open_writer(work)
     except (OSError, duckdb.IOException) as exc:
         raise unwritable(files.path, exc if isinstance(exc, OSError) else OSError(str(exc))) from None
@@ -410,13 +413,9 @@ def _insert_batch(con: Any, batch: Any, first_row: int, result: BuildResult, ter
     """Load an Arrow table of obs_versions rows (row ids from `first_row`): the printed records
     in row-id order, the rows stored by entity (one entity's rows sit together), and their terms,
     made on a second connection at the same time (`terms`, when the caller started it already):
-    the terms are ~40 % of the load and share little with the rest."""
-    import pyarrow.compute as pc
-
+    the terms are ~40 % of the load and share little with the rest. The batch comes in row-id
+    order (row ids are given in the order documents are sorted out, chunk after chunk)."""
     quoted = ", ".join(f'"{c}"' for c in OBS_COLUMNS)
-    row_ids = batch.column("row_id")
-    if len(row_ids) > 1 and not pc.all(pc.less(row_ids[:-1], row_ids[1:])).as_py():
-        batch = batch.sort_by("row_id")  # the paths that build it keep row-id order; this one never sorts
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="obsrepo-terms") as side:
         if terms is None:
             terms = side.submit(_terms_beside, con, batch.select(["row_id", "event", "body"]), first_row)

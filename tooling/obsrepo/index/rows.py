@@ -3,10 +3,11 @@ many and by plain parameters for a few; and the tokenizer shared by BM25 terms a
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timezone
 from operator import itemgetter
 from typing import Any
 
+from ..format.rules import moment_from_cache
 from .columns import OBS_COLUMNS, arrow_types
 from .schema import CLASSIFICATION_RANK, NOW
 
@@ -121,9 +122,6 @@ def insert_rows(con: Any, table: str, columns: list[str], rows: list[dict]) -> N
     con.unregister("incoming")
 
 
-_EPOCH = datetime(1970, 1, 1)
-
-
 def utc(moment: Any) -> Any:
     """Naive UTC, as DuckDB TIMESTAMP columns hold it (None stays None: an uncommitted draft).
     A record read raw from the analysis cache holds its moments as 1-tuples of UTC microseconds
@@ -131,7 +129,7 @@ def utc(moment: Any) -> Any:
     if moment is None:
         return moment
     if moment.__class__ is tuple:
-        return _EPOCH + timedelta(microseconds=moment[0])
+        return moment_from_cache(moment)
     return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
