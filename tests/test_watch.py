@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import observation
+from helpers import comprehension, observation
 
 pytest.importorskip("watchdog")
 
@@ -337,6 +337,62 @@ def test_index_after_check_parses_nothing_and_check_after_index_hits_the_cache(m
             Repository(str(other.path)).query(ALL)
     finally:
         analyze_module.analyze = original
+
+
+def test_a_build_from_checks_records_reads_no_analysis_and_misplaced_documents_are_still_caught(make_repo):
+    """A cached record belongs to a document the reader and the model accepted, so a build from
+    the cache `check` filled takes it without reading check's analyses: a garbled analysis file
+    is never read nor rewritten. The rules of a document's place (file name = id, folder) still
+    hold: a misplaced document whose record is cached gets the problems a fresh parse reports."""
+    from obsrepo.gate.check import CheckRequest, run_check
+
+    repo = make_repo()
+    repo.add(*[_obs(n, entity=f"company/c{n % 3}", fields={"n": n}) for n in range(1, 30)])
+    repo.add(comprehension("comp-good", [_obs(1).id]))
+    repo.commit("base")
+    run_check(CheckRequest(cwd=str(repo.path)))
+    analyses = repo.path / ".git" / "obsrepo" / "check-cache.marshal"
+    analyses.write_bytes(b"not marshal")
+    result = Repository(str(repo.path)).index(full=True)
+    assert (result.parsed, result.reused, result.problems) == (0, 30, [])
+    assert analyses.read_bytes() == b"not marshal"
+
+    moved = _obs(40)
+    comp = comprehension("comp-moved", [_obs(1).id])
+    repo.write("observations/obs-20260213-102500-0041.md", moved)  # the file name is not the id
+    repo.write(f"comprehension/deeper/{comp.path.split('/')[-1]}", comp)  # comprehensions live in comprehension/
+    repo.write("comprehension/obs-20260213-102500-0042.md", _obs(42))  # an observation in the wrong folder
+    repo.commit("misplaced")
+    run_check(CheckRequest(cwd=str(repo.path)))  # fills the cache with their records too
+    cached = Repository(str(repo.path), index=str(repo.path / "cached.duckdb")).index(full=True)
+    assert cached.parsed == 0
+    os.environ["OBSREPO_NO_CACHE"] = "1"
+    try:
+        fresh = Repository(str(repo.path), index=str(repo.path / "fresh.duckdb")).index(full=True)
+    finally:
+        del os.environ["OBSREPO_NO_CACHE"]
+    rules = sorted((i.path, i.line, i.rule) for i in cached.problems)
+    assert rules == sorted((i.path, i.line, i.rule) for i in fresh.problems)
+    assert {rule for _, _, rule in rules} == {"id-filename-mismatch", "layout", "wrong-folder"}
+
+
+def test_placed_says_what_place_says(make_repo):
+    """`rules.placed` (a cached record at a path) agrees with `rules.place` (an analysis at a path)."""
+    from obsrepo.format.analyze import analyze
+    from obsrepo.format.rules import place, placed
+
+    docs = [_obs(7), comprehension("comp-x", [])]
+    paths = ["observations/obs-20260213-102500-0007.md", "observations/a/b/obs-20260213-102500-0007.md",
+             "observations/obs-20260213-102500-0008.md", "observations/obs-20260213-102500-0007.txt",
+             "observations/obs-20260213-102500-0007", "comprehension/comp-x.md", "comprehension/sub/comp-x.md",
+             "comprehension/comp-y.md", "comprehension/obs-20260213-102500-0007.md", "observations/comp-x.md",
+             "notes/comp-x.md"]
+    for doc in docs:
+        for path in paths:
+            analysis = analyze(path, str(doc).encode(), with_record=True)
+            if analysis.kind == "other" or analysis.record is None:
+                continue
+            assert placed(path, analysis.record) == (not place(path, analysis)), (doc.path, path)
 
 
 def test_an_update_of_a_few_documents_leaves_a_large_cache_alone(make_repo, monkeypatch):

@@ -105,6 +105,19 @@ def content_hash(front: dict[str, Any], body: str) -> str:
     return hashlib.sha256((canonical + "\n" + normalized).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def placed(path: str, record: dict[str, Any]) -> bool:
+    """Whether a valid document's record, read at `path`, breaks none of the rules of `place`:
+    what `not place(path, analysis)` says, from the record alone (an observation's record holds
+    `source`, a comprehension's `topic`)."""
+    kind = kind_of(path)
+    name = posixpath.basename(path)
+    if kind == "other" or not name.endswith(".md") or name[:-3] != record.get("id"):
+        return False
+    if kind == "observation":
+        return "source" in record
+    return "topic" in record and posixpath.dirname(path) == COMPREHENSION_DIR.rstrip("/")
+
+
 _FOLDER = {"observation": OBSERVATIONS_DIR, "comprehension": COMPREHENSION_DIR}
 
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..format.rules import Analysis, kind_of
+from ..format.rules import Analysis, kind_of, placed
 from ..gitstore import Git
 
 # the code whose answers the cache holds (paths under the package): a change to any of them
@@ -84,14 +84,15 @@ def _store(file: Path, digest: str, entries: dict) -> None:
 
 
 class AnalysisCache:
-    def __init__(self, file: Path | None, entries: dict[str, list], digest: str) -> None:
+    def __init__(self, file: Path | None, entries: dict[str, list] | None, digest: str) -> None:
         self.file = file
-        self.entries = entries
+        self._entries = entries  # None: not read yet (a build served by records alone never reads it)
         self.digest = digest
         self.used: dict[str, list] = {}
         self.dirty = False
         self._records: dict[str, Any] | None = None  # loaded on first use
         self.new_records: dict[str, Any] = {}
+        self.served: set[str] = set()  # keys whose record was used without reading their analysis
 
     @classmethod
     def open(cls, git: Git | None, max_bytes: int | None = None) -> AnalysisCache:
@@ -106,8 +107,13 @@ class AnalysisCache:
         file = Path(git_dir) / "obsrepo" / "check-cache.marshal"
         if max_bytes is not None and sum(_size(f) for f in (file, file.with_name("records.marshal"))) > max_bytes:
             return cls(None, {}, "")
-        digest = _rules_digest()
-        return cls(file, _load(file, digest), digest)
+        return cls(file, None, _rules_digest())
+
+    @property
+    def entries(self) -> dict[str, list]:
+        if self._entries is None:
+            self._entries = _load(self.file, self.digest) if self.file is not None else {}
+        return self._entries
 
     @property
     def records_file(self) -> Path | None:
@@ -160,9 +166,26 @@ class AnalysisCache:
             self.new_records[key] = record
         self.dirty = True
 
+    def valid_record(self, path: str, sha: str) -> dict[str, Any] | None:
+        """The cached record, as stored (see `record`), of a document that passes every
+        per-document rule at `path`, or None: a record is only ever cached for a document the
+        strict reader and the model accepted, so only the rules of its place remain to check
+        (`rules.placed`). The index's build from the cache `check` filled reads no analyses."""
+        record = self.record(path, sha, raw=True)
+        if record is None or not placed(path, record):
+            return None
+        self.served.add(self._key(path, sha))
+        return record
+
     def save(self) -> None:
         if self.file is None:
             return
+        if self._entries is None and not self.dirty:
+            return  # nothing read, nothing new: the file stays as it is
+        entries = self.entries
+        for key in self.served - self.used.keys():
+            if key in entries:
+                self.used[key] = entries[key]
         keep_all = len(self.entries) <= 2 * len(self.used) + 1000
         kept = {**self.entries, **self.used} if keep_all else self.used
         if self.dirty or len(kept) != len(self.entries):

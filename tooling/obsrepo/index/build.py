@@ -331,6 +331,9 @@ def _known(cache: Any, path: str, blob: str) -> tuple[list, Any] | None:
     """(issues as rows, record) from the analysis cache, or None when the document must be parsed."""
     if cache is None:
         return None
+    record = cache.valid_record(path, blob)  # the common case: no analysis to read
+    if record is not None:
+        return [], record
     analysis = cache.get(path, blob)
     if analysis is None:
         return None
