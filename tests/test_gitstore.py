@@ -6,7 +6,7 @@ from obsrepo.errors import GitError
 from obsrepo.gitstore import Git
 
 
-def test_blobs_read_at_once_and_streamed_agree_and_a_missing_one_is_a_git_error(repo):
+def test_blobs_read_by_a_kept_reader_and_streamed_agree_and_a_missing_one_is_a_git_error(repo):
     docs = [observation(f"obs-20260213-102500-000{i}") for i in range(1, 4)]
     repo.add(*docs)
     repo.write("observations/empty.md", b"")
@@ -14,11 +14,19 @@ def test_blobs_read_at_once_and_streamed_agree_and_a_missing_one_is_a_git_error(
     git = Git(str(repo.path))
     shas = [repo.git("rev-parse", f"HEAD:{path}") for path in [d.path for d in docs] + ["observations/empty.md"]]
     shas.append(shas[0])  # the same object twice
-    at_once = git.read_blobs_at_once(shas)
-    assert at_once == [data for _, data in git.read_blobs(shas)]
-    assert at_once[0].decode() == str(docs[0]) and at_once[3] == b"" and at_once[4] == at_once[0]
-    with pytest.raises(GitError):
-        git.read_blobs_at_once([shas[0], "0" * 40])
+    reader = git.blob_reader()
+    try:
+        at_once = reader.read(shas)
+        assert at_once == [data for _, data in git.read_blobs(shas)]
+        assert at_once[0].decode() == str(docs[0]) and at_once[3] == b"" and at_once[4] == at_once[0]
+        assert reader.read(shas[1:3]) == at_once[1:3]  # request after request, one process
+        with pytest.raises(GitError):
+            reader.read([shas[0], "0" * 40, shas[1]])
+        assert reader.read(shas[::-1]) == at_once[::-1]  # after a failure, no answer is read out of turn
+        many = shas * 3000  # more than any pipe holds, both ways
+        assert reader.read(many) == at_once * 3000
+    finally:
+        reader.close()
 
 
 def test_a_replace_ref_never_changes_what_an_object_id_reads(repo):
@@ -31,7 +39,9 @@ def test_a_replace_ref_never_changes_what_an_object_id_reads(repo):
     repo.git("replace", blob, forged)
     assert repo.git("cat-file", "blob", blob) != str(doc)  # git itself now reads the forgery
     git = Git(str(repo.path))
-    assert git.read_blobs_at_once([blob])[0].decode() == str(doc)
+    reader = git.blob_reader()
+    assert reader.read([blob])[0].decode() == str(doc)
+    reader.close()
     assert [data for _, data in git.read_blobs([blob])][0].decode() == str(doc)
     assert git.run("cat-file", "blob", blob).decode() == str(doc)
 

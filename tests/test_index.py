@@ -1056,8 +1056,7 @@ def test_records_read_raw_from_the_cache_index_as_parsed_ones_and_a_tampered_one
     """A build from the analysis cache reads each record as stored (moments as microseconds,
     not copied into datetimes) on both load paths, mixed with documents parsed in the same
     build; a record whose moments are not what the cache writes is parsed again."""
-    import marshal
-
+    from obsrepo.gate.cache import load_entries, rules_digest, store_entries
     from obsrepo.index import build
 
     _plant_invalid_history(api)
@@ -1071,12 +1070,12 @@ def test_records_read_raw_from_the_cache_index_as_parsed_ones_and_a_tampered_one
         assert cached.parsed == 0 and cached.reused == fresh.parsed
         assert dump(tmp_path / "cached.duckdb") == dump(tmp_path / "fresh.duckdb")
         records = api.path / ".git" / "obsrepo" / "records.marshal"
-        stored = marshal.loads(records.read_bytes())
-        observation_key = next(k for k, v in stored["entries"].items() if "timestamp" in v)
-        comprehension_key = next(k for k, v in stored["entries"].items() if "created" in v)
-        stored["entries"][observation_key]["timestamp"] = ("2026-02-13",)
-        stored["entries"][comprehension_key]["created"] = (10 ** 20,)  # past year 9999
-        records.write_bytes(marshal.dumps(stored))
+        stored = load_entries(records, rules_digest())
+        observation_key = next(k for k, v in stored.items() if "timestamp" in v)
+        comprehension_key = next(k for k, v in stored.items() if "created" in v)
+        stored[observation_key]["timestamp"] = ("2026-02-13",)
+        stored[comprehension_key]["created"] = (10 ** 20,)  # past year 9999
+        store_entries(records, rules_digest(), stored)
         again = repository(api, tmp_path / "again.duckdb").index()
         assert again.parsed == 2 and again.reused == fresh.parsed - 2
         assert dump(tmp_path / "again.duckdb") == dump(tmp_path / "fresh.duckdb")

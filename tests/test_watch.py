@@ -376,6 +376,51 @@ def test_a_build_from_checks_records_reads_no_analysis_and_misplaced_documents_a
     assert {rule for _, _, rule in rules} == {"id-filename-mismatch", "layout", "wrong-folder"}
 
 
+def test_a_parallel_build_writes_its_workers_entries_as_parts_that_check_and_the_next_build_read(make_repo, monkeypatch):
+    """The workers of a parallel build send their new cache entries as the cache file stores
+    them (one part each); the parent writes them out without unpacking them. `check` and the
+    next build read every part; a truncated, foreign or old-format file is ignored, never a
+    traceback, and written anew."""
+    import marshal
+
+    from obsrepo.format import validate as analyze_module
+    from obsrepo.gate.cache import _MAGIC, load_entries, rules_digest
+    from obsrepo.gate.check import CheckRequest, run_check
+    from obsrepo.index import build
+
+    repo = make_repo()
+    docs = [_obs(n, entity=f"company/c{n % 3}", fields={"n": n}) for n in range(1, 24)]
+    repo.add(*docs, comprehension("comp-good", [docs[0].id]))
+    repo.write("observations/bad/obs-20260213-102500-0999.md", "---\nspec: observation/v1\n---\n")
+    repo.commit("base")
+    monkeypatch.setattr(build, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(build, "CHUNK", 5)
+    folder = repo.path / ".git" / "obsrepo"
+    first = Repository(str(repo.path)).index(full=True)
+    assert (first.parsed, first.reused) == (25, 0)
+    analyses, records = folder / "check-cache.marshal", folder / "records.marshal"
+    data = analyses.read_bytes()
+    assert data.startswith(_MAGIC) and len(marshal.loads(data[len(_MAGIC):])["sizes"]) == 1 + 5  # its own part, then one a chunk
+    assert len(load_entries(analyses, rules_digest())) == 25 and len(load_entries(records, rules_digest())) == 24
+
+    calls = []
+    original = analyze_module.analyze
+    monkeypatch.setattr(analyze_module, "analyze", lambda *a: calls.append(a[0]) or original(*a))
+    again = Repository(str(repo.path), index=str(repo.path / "again.duckdb")).index(full=True)
+    assert (again.parsed, again.reused) == (0, 25)
+    assert Repository(str(repo.path), index=str(repo.path / "again.duckdb")).query(ALL) == Repository(str(repo.path)).query(ALL)
+    report = run_check(CheckRequest(cwd=str(repo.path)))
+    assert calls == [] and {i.path for i in report.issues} == {"observations/bad/obs-20260213-102500-0999.md"}
+
+    for damage in (data[: len(data) // 2], marshal.dumps({"rules": rules_digest(), "entries": {}}),
+                   data.replace(rules_digest().encode(), b"0" * 16), _MAGIC + b"\xff"):
+        analyses.write_bytes(damage)
+        records.write_bytes(damage)
+        rebuilt = Repository(str(repo.path), index=str(repo.path / "rebuilt.duckdb")).index(full=True)
+        assert (rebuilt.parsed, rebuilt.reused) == (25, 0)  # by the workers
+        assert len(load_entries(analyses, rules_digest())) == 25  # written anew
+
+
 def test_placed_says_what_place_says(make_repo):
     """`rules.placed` (a cached record at a path) agrees with `rules.place` (an analysis at a path)."""
     from obsrepo.format.analyze import analyze

@@ -249,22 +249,10 @@ class Git:
             proc.wait()
             writer.join()
 
-    def read_blobs_at_once(self, shas: list[str]) -> list[bytes]:
-        """The contents of `shas`, in order, from one `cat-file --batch` read whole (a chunk of
-        a larger job: one process, one read, no per-object round trip)."""
-        if not shas:
-            return []
-        out = self.run("cat-file", "--batch", input="".join(f"{s}\n" for s in shas).encode())
-        contents, at = [], 0
-        for sha in shas:
-            end = out.index(b"\n", at)
-            header = out[at:end].split()
-            if len(header) != 3:
-                raise GitError(f"object {sha} is missing from the repository", sha=sha)
-            size = int(header[2])
-            contents.append(out[end + 1 : end + 1 + size])
-            at = end + 2 + size
-        return contents
+    def blob_reader(self) -> BlobReader:
+        """A `cat-file --batch` process kept open for many reads (a worker of a parallel build
+        reads its chunks through one: no process start and pack index load per chunk)."""
+        return BlobReader(self.root)
 
     def read_blob(self, sha: str) -> bytes:
         for _, data in self.read_blobs([sha]):
@@ -386,3 +374,55 @@ def blob_sha(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class BlobReader:
+    """One `git cat-file --batch` process that answers request after request; it ends when
+    closed, or when its reader's process ends (its input closes)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def read(self, shas: list[str]) -> list[bytes]:
+        """The contents of `shas`, in order. After a failure (a missing object) the process
+        is closed and the next read starts another: no answer is ever read out of turn."""
+        if self.proc is None:
+            self.proc = subprocess.Popen(["git", "-C", self.root, "cat-file", "--batch"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=1 << 20,
+                                         env={**os.environ, **GIT_ENV})
+        stdin, out = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and out is not None
+        request = "".join(f"{s}\n" for s in shas).encode()
+
+        def feed() -> None:  # on a thread: git may fill its output before it has read every request
+            try:
+                stdin.write(request)
+                stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass
+
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+        contents = []
+        try:
+            for sha in shas:
+                header = out.readline().split()
+                if len(header) != 3:
+                    raise GitError(f"object {sha} is missing from the repository", sha=sha)
+                contents.append(out.read(int(header[2])))
+                out.read(1)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            writer.join()
+        return contents
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+            proc.wait()

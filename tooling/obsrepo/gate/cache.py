@@ -31,7 +31,7 @@ _RULE_MODULES = ("format/document.py", "format/scalars.py", "format/subset.py", 
                  "times.py", "format/validate.py")
 
 
-def _rules_digest() -> str:
+def rules_digest() -> str:
     here = Path(__file__).parent.parent
     digest = hashlib.sha256()
     for name in _RULE_MODULES:
@@ -53,16 +53,36 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+_MAGIC = b"obsrepo analysis cache 2\n"
+
+
 def _load(file: Path, digest: str) -> dict:
+    """A cache file's entries: `_MAGIC`, the marshalled header {"rules": digest, "sizes": [...]},
+    then one marshalled dict of entries a size (a part written by this process, or by a worker
+    of a parallel build), merged in order."""
     try:
         # marshal: plain data only, ~10x faster to load than JSON; the file lives inside
         # the git directory, as trusted as the repository's own hooks
+        data = memoryview(file.read_bytes())
+        if data[: len(_MAGIC)] != _MAGIC:
+            return {}
         with paused_gc():
-            stored = marshal.loads(file.read_bytes())
-        entries = stored["entries"] if stored.get("rules") == digest else {}
+            header = marshal.loads(data[len(_MAGIC) :])
+            if header.get("rules") != digest:
+                return {}
+            entries: dict = {}
+            at = len(data) - sum(header["sizes"])
+            if at < len(_MAGIC):
+                return {}
+            for size in header["sizes"]:
+                part = marshal.loads(data[at : at + size])
+                at += size
+                if not isinstance(part, dict):
+                    return {}
+                entries.update(part)
+        return entries
     except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
-        entries = {}
-    return entries if isinstance(entries, dict) else {}
+        return {}
 
 
 def _size(file: Path) -> int:
@@ -72,15 +92,32 @@ def _size(file: Path) -> int:
         return 0
 
 
-def _store(file: Path, digest: str, entries: dict) -> None:
+def _store(file: Path, digest: str, parts: list[bytes]) -> None:
+    """Write marshalled dicts of entries (see `_load`) in place of `file`, atomically."""
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.stem}.")
         with os.fdopen(fd, "wb") as handle:
-            handle.write(marshal.dumps({"rules": digest, "entries": entries}))
+            handle.write(_MAGIC + marshal.dumps({"rules": digest, "sizes": [len(part) for part in parts]}))
+            for part in parts:
+                handle.write(part)
         os.replace(tmp, file)
     except OSError:
         pass  # a read-only git directory only costs speed
+
+
+def load_entries(file: Path, digest: str) -> dict:
+    """Every entry of a cache file ({} when it is missing, unreadable, foreign or of other rules)."""
+    return _load(file, digest)
+
+
+def store_entries(file: Path, digest: str, entries: dict) -> None:
+    _store(file, digest, [marshal.dumps(entries)])
+
+
+def entry_key(path: str, sha: str) -> str:
+    """The cache key of the document at `path` with blob `sha`: its kind and its content."""
+    return f"{kind_of(path)}:{sha}"
 
 
 class AnalysisCache:
@@ -93,6 +130,7 @@ class AnalysisCache:
         self._records: dict[str, Any] | None = None  # loaded on first use
         self.new_records: dict[str, Any] = {}
         self.served: set[str] = set()  # keys whose record was used without reading their analysis
+        self.parts: list[tuple[bytes, bytes, int]] = []  # (analyses, records, count) marshalled elsewhere
 
     @classmethod
     def open(cls, git: Git | None, max_bytes: int | None = None) -> AnalysisCache:
@@ -107,7 +145,7 @@ class AnalysisCache:
         file = Path(git_dir) / "obsrepo" / "check-cache.marshal"
         if max_bytes is not None and sum(_size(f) for f in (file, file.with_name("records.marshal"))) > max_bytes:
             return cls(None, {}, "")
-        return cls(file, None, _rules_digest())
+        return cls(file, None, rules_digest())
 
     @property
     def entries(self) -> dict[str, list]:
@@ -119,12 +157,8 @@ class AnalysisCache:
     def records_file(self) -> Path | None:
         return None if self.file is None else self.file.with_name("records.marshal")
 
-    @staticmethod
-    def _key(path: str, sha: str) -> str:
-        return f"{kind_of(path)}:{sha}"
-
     def get(self, path: str, sha: str) -> Analysis | None:
-        key = self._key(path, sha)
+        key = entry_key(path, sha)
         row = self.entries.get(key)
         if row is None:
             return None
@@ -139,7 +173,7 @@ class AnalysisCache:
         """The document's record for the index (None when not cached). `raw`: the cached dict
         itself, moments as 1-tuples of UTC microseconds (`Analysis.record_to_cache`), not a copy
         with datetimes: for a reader that converts them itself and changes nothing in it."""
-        key = self._key(path, sha)
+        key = entry_key(path, sha)
         row = self.new_records.get(key)
         if row is None:
             if self._records is None:
@@ -160,7 +194,7 @@ class AnalysisCache:
 
     def put_row(self, path: str, sha: str, row: list, record: dict[str, Any] | None = None) -> None:
         """`row` from `Analysis.to_cache`, `record` from `Analysis.record_to_cache`."""
-        key = self._key(path, sha)
+        key = entry_key(path, sha)
         self.used[key] = row
         if record is not None:
             self.new_records[key] = record
@@ -174,8 +208,14 @@ class AnalysisCache:
         record = self.record(path, sha, raw=True)
         if record is None or not placed(path, record):
             return None
-        self.served.add(self._key(path, sha))
+        self.served.add(entry_key(path, sha))
         return record
+
+    def put_parts(self, analyses: bytes, records: bytes, count: int) -> None:
+        """New entries marshalled by another process (a worker of a parallel build): `count`
+        analyses keyed by `entry_key` and their records, written out as they are."""
+        self.parts.append((analyses, records, count))
+        self.dirty = True
 
     def save(self) -> None:
         if self.file is None:
@@ -186,13 +226,15 @@ class AnalysisCache:
         for key in self.served - self.used.keys():
             if key in entries:
                 self.used[key] = entries[key]
-        keep_all = len(self.entries) <= 2 * len(self.used) + 1000
-        kept = {**self.entries, **self.used} if keep_all else self.used
-        if self.dirty or len(kept) != len(self.entries):
-            _store(self.file, self.digest, kept)
+        added = sum(count for _, _, count in self.parts)
+        keep_all = len(entries) <= 2 * (len(self.used) + added) + 1000
+        kept = {**entries, **self.used} if keep_all else self.used
+        if self.dirty or len(kept) != len(entries):
+            _store(self.file, self.digest, [marshal.dumps(kept)] + [part for part, _, _ in self.parts])
         records_file = self.records_file
-        if self.new_records and records_file is not None:
+        if (self.new_records or self.parts) and records_file is not None:
             if self._records is None:
                 self._records = _load(records_file, self.digest)
             merged = {**self._records, **self.new_records}
-            _store(records_file, self.digest, {k: v for k, v in merged.items() if k in kept})
+            kept_records = marshal.dumps({k: v for k, v in merged.items() if k in kept})
+            _store(records_file, self.digest, [kept_records] + [part for _, part, _ in self.parts])

@@ -9,6 +9,7 @@ The writer works on a private copy and publishes it atomically (see `store`).
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -455,25 +456,32 @@ def _chunk_worker_init(root: str, info: dict) -> None:
     import gc
 
     gc.disable()  # a worker lives for one build (see gate.cache.paused_gc)
-    _CHUNK_STATE.update(git=Git(root), info=info)
+    _CHUNK_STATE.update(reader=Git(root).blob_reader(), info=info)  # its git process ends with the worker
 
 
-def _chunk(job: tuple[list[list], list[Any]]) -> tuple[Any, list[dict], list[tuple], list[Issue], int, list[tuple]]:
+def _chunk(job: tuple[list[list], list[Any]]) -> tuple[Any, list[dict], list[tuple], list[Issue], int, tuple[bytes, bytes, int]]:
     """In a worker: read the chunk's documents the cache does not know from git, validate them
     and turn the chunk into an Arrow batch of observation rows (row ids counted from 0; the
     parent shifts them), comprehension rows, problems, and the new cache entries."""
+    from ..gate.cache import entry_key
+
     files, parsed = job
     todo = [i for i, hit in enumerate(parsed) if hit is None]
-    contents = _CHUNK_STATE["git"].read_blobs_at_once([files[i][1] for i in todo]) if todo else []
-    fresh = []
+    contents = _CHUNK_STATE["reader"].read([files[i][1] for i in todo]) if todo else []
+    analyses, records = {}, {}
     for i, data in zip(todo, contents):
-        issues, record, row, cached_record = _parse_for_cache(files[i][0], data)
+        path, blob = files[i][0], files[i][1]
+        issues, record, row, cached_record = _parse_for_cache(path, data)
         parsed[i] = (issues, record)
-        fresh.append((files[i][0], files[i][1], row, cached_record))
+        analyses[entry_key(path, blob)] = row
+        if cached_record is not None:
+            records[entry_key(path, blob)] = cached_record
     info = _CHUNK_STATE["info"]
     observations, comprehensions, problem_rows, problems = sort_parsed(files, parsed, 0)
     batch = observation_batch(observations, info) if observations else None
     comp_rows = [version_row(*version, info) for version in comprehensions]
+    # the new cache entries go out as the cache file stores them: the parent never unpacks them
+    fresh = (marshal.dumps(analyses), marshal.dumps(records), len(analyses))
     return batch, comp_rows, problem_rows, problems, len(observations) + len(comprehensions), fresh
 
 
@@ -495,8 +503,8 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], parsed: list[Any
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init, initargs=(git.root, info)) as pool:
         for batch, comps, chunk_problems, issues, count, fresh in pool.imap(_chunk, chunks):
-            for path, blob, row, cached_record in fresh:
-                cache.put_row(path, blob, row, cached_record)
+            if fresh[2]:
+                cache.put_parts(*fresh)
             if batch is not None:
                 shifted = pc.add(batch.column("row_id"), pa.scalar(offset, pa.int64()))
                 tables.append(batch.set_column(0, "row_id", shifted))
