@@ -169,6 +169,38 @@ def test_commit_branch_switch_rebase_and_reset(live):
     live.settles({pending.id})
 
 
+def test_document_folders_that_go_and_come_back_are_watched_again(live):
+    """A checkout of a branch without observations/ deletes the folder and its watch; the
+    checkout back makes a new folder. Drafts saved there afterwards are seen, and so are drafts
+    in a folder removed and made again between two updates, and in a new schemas/entities/."""
+    repo = live.repo
+    repo.git("checkout", "-q", "--orphan", "empty")
+    repo.git("rm", "-rq", "--cached", ".")
+    for leftover in ("observations", "comprehension"):
+        subprocess.run(["rm", "-rf", str(repo.path / leftover)], check=True)
+    repo.git("commit", "-q", "--allow-empty", "--no-verify", "-m", "nothing")
+    live.settles(set())
+    repo.git("checkout", "-q", "-f", "main")
+    live.settles(set())
+    draft = _obs(50)
+    repo.add(draft)  # in the folder made by the checkout back
+    live.settles({draft.id})
+
+    folder = repo.path / "observations"  # moved away and made again within one burst: another folder
+    subprocess.run(f"mv '{folder}' '{repo.path}/elsewhere' && cp -a '{repo.path}/elsewhere' '{folder}' && "
+                   f"rm -rf '{repo.path}/elsewhere'", shell=True, check=True)
+    live.settles({draft.id})
+    second = _obs(51)
+    repo.add(second)
+    live.settles({draft.id, second.id})
+
+    schema = repo.path / "schemas" / "entities" / "company.yaml"
+    schema.parent.mkdir(parents=True)
+    schema.write_text("not: [a, schema\n", encoding="utf-8")
+    live.wait(lambda: "schemas/entities/company.yaml" in live.out.getvalue(),
+              lambda: "the schema's problem on stderr: " + live.out.getvalue())
+
+
 def test_an_invalid_draft_never_hides_a_committed_document(live):
     repo = live.repo
     committed = _obs(1, entity="company/acme", fields={"name": "Acme"})

@@ -9,10 +9,12 @@ update a reconcile: the index is checked against HEAD and every draft is listed 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
 import signal
+import stat
 import sys
 import threading
 import time
@@ -38,6 +40,15 @@ class _Handler:
     def dispatch(self, event: Any) -> None:
         dest = getattr(event, "dest_path", "") or None
         self.sink(Event(event.event_type, _text(event.src_path), _text(dest) if dest else None, event.is_directory))
+
+
+def _files_under(root: str, folder: str) -> set[str]:
+    """Repository-relative paths of the files under `folder`."""
+    found: set[str] = set()
+    for top, _dirs, files in os.walk(os.path.join(root, folder)):
+        rel = os.path.relpath(top, root).replace(os.sep, "/")
+        found.update(f"{rel}/{name}" for name in files)
+    return found
 
 
 def _text(path: str | bytes) -> str:
@@ -76,7 +87,7 @@ class Watcher:
         self.reported: dict[str, tuple[str, ...]] = {}
         self.stopping = threading.Event()
         self.observer: Any = None
-        self.watched: set[str] = set()
+        self.watched: dict[str, tuple[Any, tuple[int, int]]] = {}  # folder → (its watch, the folder's device and inode)
         self.updates = 0
         git_dir, common = self.git.dirs()
         self.git_dirs = tuple(dict.fromkeys(p.replace(os.sep, "/") for p in (git_dir, common)))
@@ -89,7 +100,7 @@ class Watcher:
         from watchdog.observers import Observer
 
         self.observer = Observer()
-        self.watched = set()
+        self.watched = {}
         handler = _Handler(self.put)
         self.observer.schedule(handler, self.root, recursive=False)  # document folders coming into being
         for git_dir in self.git_dirs:
@@ -101,15 +112,33 @@ class Watcher:
         self.observer.start()
         logging.getLogger("watchdog").addHandler(_LostEvents(self.put))
 
-    def _watch_folders(self) -> bool:
-        """Watch each document folder that exists and is not watched yet; True when one was added."""
-        added = False
+    def _watch_folders(self) -> set[str]:
+        """Watch each document folder (and the schema folder) that exists: anew when it is
+        another folder than the one watched (deleted by a checkout and made again, moved away
+        and replaced: a watch follows the folder it was set on); a watch on a folder that is gone
+        is dropped. Returns the folders watched anew."""
+        added: set[str] = set()
         for folder in (*DOCUMENT_ROOTS, SCHEMA_ROOT):
             full = os.path.join(self.root, folder)
-            if folder not in self.watched and os.path.isdir(full) and self.observer is not None:
-                self.observer.schedule(_Handler(self.put), full, recursive=True)
-                self.watched.add(folder)
-                added = True
+            try:
+                st = os.stat(full)
+                identity: tuple[int, int] | None = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+            except OSError:
+                identity = None
+            current = self.watched.get(folder)
+            if current is not None and current[1] == identity:
+                continue
+            if current is not None:
+                del self.watched[folder]
+                with contextlib.suppress(Exception):  # its emitter may have stopped with the folder
+                    self.observer.unschedule(current[0])
+            if identity is None or self.observer is None:
+                continue
+            try:
+                self.watched[folder] = (self.observer.schedule(_Handler(self.put), full, recursive=True), identity)
+            except OSError:  # gone again: the next event brings it back
+                continue
+            added.add(folder)
         return added
 
     def stop_observer(self) -> None:
@@ -204,8 +233,11 @@ class Watcher:
     def update(self, plan: WatchPlan) -> dict[str, Any]:
         """Carry out one plan; returns what it did (also written to the status sidecar)."""
         started = time.perf_counter()
-        if self._watch_folders():
+        added = self._watch_folders()
+        if added:
             plan.rescan = True
+        if SCHEMA_ROOT in added and self.indexed is not None:  # written before its folder was watched
+            plan.schemas |= _files_under(self.root, SCHEMA_ROOT)
         done: dict[str, Any] = {"commit": self.indexed, "indexed": False}
         head = self.git.resolve("HEAD") if self.git.has_head() else None
         moved: set[str] | None = set()

@@ -87,6 +87,9 @@ def classify(events: list[Event], root: str, git_dirs: tuple[str, ...]) -> Watch
                 if not event.is_dir:
                     plan.schemas.add(rel)
                 continue
+            if event.is_dir and event.kind != "modified" and SCHEMA_ROOT.startswith(rel + "/"):
+                plan.rescan = True  # the schema folder (or its parent) came or went: watched anew
+                continue
             if rel.split("/", 1)[0] not in DOCUMENT_ROOTS:
                 continue
             if event.is_dir:
