@@ -220,6 +220,32 @@ def test_an_invalid_draft_never_hides_a_committed_document(live):
     assert record["body"] == f"Details of {committed.id}." and record["path"] == committed.path
 
 
+def test_a_symlinked_or_oversized_draft_is_reported_and_never_read(live, tmp_path):
+    """A symlink among the drafts is reported as `check` reports it, and never followed (its
+    target, a valid observation outside the repository, stays out of the overlay); a draft over
+    the size limit is reported with its size, hashed a block at a time, never held whole."""
+    repo = live.repo
+    outside = _obs(60)
+    target = tmp_path / "outside.md"
+    target.write_text(outside, encoding="utf-8")
+    link = repo.path / outside.path
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, link)
+    big = _obs(61)
+    size = 3 * 1024 * 1024 + 5
+    (repo.path / big.path).parent.mkdir(parents=True, exist_ok=True)
+    (repo.path / big.path).write_bytes(str(big).encode() + b"x" * (size - len(str(big).encode())))
+    live.settles(set())
+    live.wait(lambda: "[symlink]" in live.out.getvalue() and "[document-too-large]" in live.out.getvalue(),
+              lambda: "both problems on stderr: " + live.out.getvalue())
+    report = live.out.getvalue()
+    assert f"{outside.path}:1:1 IMMUTABLE_VIOLATION" in report
+    assert f"document is {size} bytes" in report
+    os.remove(link)
+    (repo.path / big.path).write_text(big, encoding="utf-8")  # now a draft like any other
+    live.settles({big.id})
+
+
 def test_lost_events_are_reconciled_against_git(live):
     repo = live.repo
     live.watcher.stop_observer()  # events behind its back

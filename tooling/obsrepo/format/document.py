@@ -78,6 +78,11 @@ class Document:
         return (1, 1)
 
 
+def too_large(path: str, size: int) -> Issue:
+    """The problem of a document of `size` bytes, over `MAX_DOCUMENT_BYTES`."""
+    return _issue(path, 1, 1, "document-too-large", f"document is {size} bytes; the limit is {MAX_DOCUMENT_BYTES}")
+
+
 def _issue(path: str, line: int, col: int, rule: str, message: str) -> Issue:
     return Issue(path, line, col, VALIDATION_ERROR, rule, message)
 
@@ -87,7 +92,7 @@ def read_document(path: str, data: bytes, strict_only: bool = False) -> Document
     most front matter; `strict_only` skips it (tests compare the two readers)."""
     fail = lambda line, col, rule, msg: Document(path, None, "", [_issue(path, line, col, rule, msg)])  # noqa: E731
     if len(data) > MAX_DOCUMENT_BYTES:
-        return fail(1, 1, "document-too-large", f"document is {len(data)} bytes; the limit is {MAX_DOCUMENT_BYTES}")
+        return Document(path, None, "", [too_large(path, len(data))])
     if data.startswith(_BOM):
         return fail(1, 1, "encoding-bom", "file starts with a UTF-8 byte order mark; save it without one")
     try:

@@ -19,7 +19,7 @@ from ..gitstore import NULL_SHA, Change, Entry, Git
 from . import attributes, graph
 from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
 from .cache import AnalysisCache, paused_gc
-from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source, commit, staged, worktree_in_git
+from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source, commit, not_a_file, staged, worktree_in_git
 
 PARALLEL_THRESHOLD = 2000
 
@@ -91,8 +91,8 @@ def _apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None]
     changed = _first_of_each(changed + attribute_issues(git, converted, reader))
     reported = {(i.path, i.rule) for i in changed}
     for item in source.listed:
-        if item.mode not in REGULAR_MODES and (item.path, _not_a_file(item.path, item.mode).rule) not in reported:
-            report.issues.append(_not_a_file(item.path, item.mode))
+        if item.mode not in REGULAR_MODES and (item.path, not_a_file(item.path, item.mode).rule) not in reported:
+            report.issues.append(not_a_file(item.path, item.mode))
     for path, analysis in analyses.items():
         report.issues.extend(analysis.issues)
         report.issues.extend(place(path, analysis))
@@ -142,14 +142,6 @@ def _check_outside(plan: CheckPlan, analyses: dict[str, Analysis], report: Repor
         analysis = analyze(path, data)
         report.issues.extend(analysis.issues)
         report.checked += 1
-
-
-def _not_a_file(path: str, mode: str) -> Issue:
-    if mode == "160000":
-        return Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "submodule",
-                     "a submodule under the document folders; documents are regular files")
-    return Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "symlink",
-                 "a symlink under the document folders; documents are regular files")
 
 
 def analyze_source(source: Source, cache: AnalysisCache,
@@ -426,7 +418,7 @@ class _Judge:
         if kind_of(path) != "observation" and path != "observations":
             return
         if change.new_mode in ("120000", "160000") and change.status in ("A", "T", "M"):
-            issue = _not_a_file(path, change.new_mode)
+            issue = not_a_file(path, change.new_mode)
             self._issue(path, issue.rule, issue.message, sha)
         elif change.status == "D":
             self._issue(path, "deleted", "an observation was deleted or renamed; observations are immutable "

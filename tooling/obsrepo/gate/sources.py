@@ -11,10 +11,21 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from .. import errors
+from ..format.report import Issue
 from ..format.vocabulary import DOCUMENT_ROOTS  # noqa: F401 - re-exported
 from ..gitstore import Entry, Git, blob_sha
 
 REGULAR_MODES = ("100644", "100755")
+
+
+def not_a_file(path: str, mode: str) -> Issue:
+    """The problem of a symlink (mode 120000) or a submodule (160000) among the documents."""
+    if mode == "160000":
+        return Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "submodule",
+                     "a submodule under the document folders; documents are regular files")
+    return Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "symlink",
+                 "a symlink under the document folders; documents are regular files")
 
 
 @dataclass(frozen=True)

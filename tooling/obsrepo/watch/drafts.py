@@ -13,14 +13,17 @@ observation drafts go into the overlay; every other draft is reported.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from .. import errors
+from ..format.document import MAX_DOCUMENT_BYTES, too_large
 from ..format.report import Issue
 from ..format.rules import kind_of, place
+from ..gate.sources import not_a_file
 from ..gitstore import Git, blob_sha
 from .plan import DOCUMENT_ROOTS, is_document_name
 
@@ -43,16 +46,47 @@ class DraftState:
     modified: dict[str, str] = field(default_factory=dict)  # committed path → work-tree blob that differs
 
 
-def _read_file(root: str, rel: str) -> bytes | None:
+@dataclass
+class _File:
+    """A work-tree file under the document folders: its blob id, and its bytes or why they are not read."""
+
+    blob: str
+    data: bytes | None
+    problem: Issue | None = None
+
+
+def _read_file(root: str, rel: str) -> _File | None:
+    """The file at `rel`, or None when there is no file (gone, a folder, unreadable). A symlink
+    is never followed, and a file over the document size limit is hashed, not held."""
     full = os.path.join(root, rel)
     try:
         st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            return _File(blob_sha(os.fsencode(os.readlink(full))), None, not_a_file(rel, "120000"))
         if not stat.S_ISREG(st.st_mode):
             return None
         with open(full, "rb") as handle:
-            return handle.read()
+            if st.st_size <= MAX_DOCUMENT_BYTES:
+                data = handle.read(MAX_DOCUMENT_BYTES + 1)
+                if len(data) <= MAX_DOCUMENT_BYTES:
+                    return _File(blob_sha(data), data)
+                handle.seek(0)
+            return _large(handle, rel)
     except OSError:
         return None
+
+
+def _large(handle: BinaryIO, rel: str) -> _File:
+    """A file over the size limit: its blob id, read a block at a time, and its problem."""
+    size = os.fstat(handle.fileno()).st_size
+    digest = hashlib.sha1(b"blob %d\0" % size)
+    read = 0
+    while block := handle.read(1 << 20):
+        digest.update(block)
+        read += len(block)
+    if read != size:  # it changed while read: the next event brings it again
+        raise OSError("the file changed while it was read")
+    return _File(digest.hexdigest(), None, too_large(rel, size))
 
 
 def list_drafts(git: Git) -> set[str]:
@@ -95,10 +129,10 @@ def refresh(state: DraftState, git: Git, candidates: set[str], everything: bool 
         look_at = sorted(named)
         in_head = committed_blobs(git, look_at)
     for path in look_at:
-        data = _read_file(root, path)
+        file = _read_file(root, path)
         if path in in_head:  # a committed path: never a draft
             state.drafts.pop(path, None)
-            blob = blob_sha(data) if data is not None else None
+            blob = file.blob if file is not None else None
             if blob is not None and blob != in_head[path] and kind_of(path) == "observation":
                 if state.modified.get(path) != blob:
                     notes.append(Issue(path, 1, 1, errors.IMMUTABLE_VIOLATION, "modified",
@@ -109,14 +143,16 @@ def refresh(state: DraftState, git: Git, candidates: set[str], everything: bool 
                 state.modified.pop(path, None)
             continue
         state.modified.pop(path, None)
-        if data is None:
+        if file is None:
             state.drafts.pop(path, None)
             continue
-        blob = blob_sha(data)
         current = state.drafts.get(path)
-        if current is not None and current.blob == blob:
+        if current is not None and current.blob == file.blob:
             continue
-        state.drafts[path] = _analyze(state, path, blob, data)
+        if file.problem is not None:  # a symlink, a file too large to read: never analysed
+            state.drafts[path] = Draft(path, file.blob, [file.problem], None, None)
+            continue
+        state.drafts[path] = _analyze(state, path, file.blob, file.data or b"")
     return notes
 
 
