@@ -38,13 +38,13 @@ def _obs(n: int, **front):
 class Live:
     """A watcher thread over `repo`, and what to compare it with."""
 
-    def __init__(self, repo, tmp: Path) -> None:
+    def __init__(self, repo, tmp: Path, verbose: bool = False) -> None:
         self.repo = repo
         self.index = str(tmp / "live.duckdb")
         self.full = str(tmp / "full.duckdb")
         self.out = io.StringIO()
         self.watcher = Watcher(Repository(str(repo.path), index=self.index), quiet=0.05, max_wait=0.5,
-                               out=self.out, verbose=False)
+                               out=self.out, verbose=verbose)
         self.thread = threading.Thread(target=self.watcher.run, daemon=True)
         self.thread.start()
         self.wait(lambda: self.watcher.updates >= 1, "the first update")
@@ -244,6 +244,20 @@ def test_a_symlinked_or_oversized_draft_is_reported_and_never_read(live, tmp_pat
     os.remove(link)
     (repo.path / big.path).write_text(big, encoding="utf-8")  # now a draft like any other
     live.settles({big.id})
+
+
+def test_a_watcher_started_before_the_first_commit_says_so_then_follows_it(make_repo, tmp_path):
+    repo = make_repo()
+    watching = Live(repo, tmp_path, verbose=True)
+    try:
+        assert "no commit yet" in watching.out.getvalue() and "None" not in watching.out.getvalue()
+        first, draft = _obs(70), _obs(71)
+        repo.add(first, draft)
+        repo.git("add", first.path)
+        repo.git("commit", "-q", "--no-verify", "-m", "the first commit")
+        watching.settles({draft.id})
+    finally:
+        watching.stop()
 
 
 def test_lost_events_are_reconciled_against_git(live):

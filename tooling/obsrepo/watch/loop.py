@@ -264,8 +264,8 @@ class Watcher:
         self.updates += 1
         self._record(done)
         if self.verbose and (done.get("indexed") or plan.paths or plan.reconcile):
-            self._say(f"at {str(self.indexed)[:12]}: {done.get('drafts', 0)} draft(s) in the overlay, "
-                      f"updated in {done['duration_ms']:.0f} ms")
+            where = f"at {self.indexed[:12]}" if self.indexed else "no commit yet (drafts show from the first one)"
+            self._say(f"{where}: {done.get('drafts', 0)} draft(s) in the overlay, updated in {done['duration_ms']:.0f} ms")
         return done
 
     def _changed_paths(self, old: str, new: str) -> set[str] | None:
