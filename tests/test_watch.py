@@ -260,6 +260,25 @@ def test_a_watcher_started_before_the_first_commit_says_so_then_follows_it(make_
         watching.stop()
 
 
+def test_an_index_deleted_under_a_watcher_is_built_again_and_its_lock_taken_again(live, tmp_path):
+    """Removing the index's files by hand (the index, its overlay, the watch lock) while a watcher
+    runs: the watcher builds and publishes again without an event, and takes its lock again,
+    so a second watcher is still refused."""
+    from obsrepo.errors import IndexFault
+    from obsrepo.index import IndexFiles
+
+    draft = _obs(80)
+    live.repo.add(draft)
+    live.settles({draft.id})
+    for leftover in tmp_path.glob("live.duckdb*"):
+        if leftover.is_file():
+            leftover.unlink()
+    live.settles({draft.id})  # the overlay comes from the watcher alone
+    assert (tmp_path / "live.duckdb.watch").read_text() == str(os.getpid())
+    with pytest.raises(IndexFault, match="already watches"), IndexFiles(live.index).watch_lock():
+        pass
+
+
 def test_lost_events_are_reconciled_against_git(live):
     repo = live.repo
     live.watcher.stop_observer()  # events behind its back

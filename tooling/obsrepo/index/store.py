@@ -194,43 +194,85 @@ def read_json(path: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+class WatchLock:
+    """The watch lock of an index, held: an exclusive `flock` on `<index>.watch`, which holds
+    the watcher's pid. `held` takes it again when the file was deleted or replaced (the index's
+    folder removed by hand), and fails when another watcher took it meanwhile."""
+
+    def __init__(self, index: str) -> None:
+        self.index = index
+        self.handle = self._take()
+
+    def _take(self) -> Any:
+        import fcntl
+
+        path = watch_lock_path(self.index)
+        try:
+            handle = open(path, "a+")  # noqa: SIM115 - kept open while the lock is held
+        except OSError as exc:
+            raise unwritable(self.index, exc) from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise IndexFault(f"another `obsrepo watch` (pid {holder}) already watches the index at {self.index}",
+                             path=self.index, pid=int(holder) if holder.isdigit() else None) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        return handle
+
+    def held(self) -> bool:
+        """Whether the lock file is still the one locked; when it is gone or another file,
+        it is taken again (True), unless another watcher holds the new one (IndexFault).
+        False: the lock had to be taken again, so anything kept beside it may be gone too."""
+        try:
+            same = os.path.samestat(os.fstat(self.handle.fileno()), os.stat(watch_lock_path(self.index)))
+        except OSError:
+            same = False
+        if same:
+            return True
+        private_folder(os.path.dirname(self.index))
+        handle = self._take()
+        self.handle.close()
+        self.handle = handle
+        return False
+
+    def release(self) -> None:
+        import fcntl
+
+        with contextlib.suppress(OSError, ValueError):
+            if os.path.samestat(os.fstat(self.handle.fileno()), os.stat(watch_lock_path(self.index))):
+                self.handle.seek(0)
+                self.handle.truncate()
+                self.handle.flush()
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
 class IndexFiles:
     def __init__(self, path: str) -> None:
         self.path = path
         self.lock_path = path + ".lock"
 
     @contextlib.contextmanager
-    def watch_lock(self) -> Iterator[None]:
+    def watch_lock(self) -> Iterator[WatchLock]:
         """One watcher per index: a second one fails at once with INDEX_ERROR naming the holder."""
-        import fcntl
-
         try:
             private_folder(os.path.dirname(self.path))
-            handle = open(watch_lock_path(self.path), "a+")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise unwritable(self.path, exc) from None
-        with handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                handle.seek(0)
-                holder = handle.read().strip() or "unknown"
-                raise IndexFault(f"another `obsrepo watch` (pid {holder}) already watches the index at {self.path}",
-                                 path=self.path, pid=int(holder) if holder.isdigit() else None) from None
-            try:
-                handle.seek(0)
-                handle.truncate()
-                handle.write(str(os.getpid()))
-                handle.flush()
-                yield
-            finally:
-                for leftover in (overlay_path(self.path), _seal_path(overlay_path(self.path))):
-                    with contextlib.suppress(OSError):
-                        os.remove(leftover)
-                handle.seek(0)
-                handle.truncate()
-                handle.flush()
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        lock = WatchLock(self.path)
+        try:
+            yield lock
+        finally:
+            for leftover in (overlay_path(self.path), _seal_path(overlay_path(self.path))):
+                with contextlib.suppress(OSError):
+                    os.remove(leftover)
+            lock.release()
 
     @contextlib.contextmanager
     def writer_lock(self) -> Iterator[None]:

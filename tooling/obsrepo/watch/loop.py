@@ -89,6 +89,7 @@ class Watcher:
         self.observer: Any = None
         self.watched: dict[str, tuple[Any, tuple[int, int]]] = {}  # folder → (its watch, the folder's device and inode)
         self.updates = 0
+        self.lock: Any = None  # the watch lock, while `run` holds it
         git_dir, common = self.git.dirs()
         self.git_dirs = tuple(dict.fromkeys(p.replace(os.sep, "/") for p in (git_dir, common)))
 
@@ -156,7 +157,7 @@ class Watcher:
         """Until SIGINT or SIGTERM (or `stop`): hold the watch lock, update on events."""
         from ..index import IndexFiles
 
-        with IndexFiles(self.index_file).watch_lock():
+        with IndexFiles(self.index_file).watch_lock() as self.lock:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, self.stop)
                 signal.signal(signal.SIGINT, self.stop)
@@ -168,7 +169,7 @@ class Watcher:
         from ..index import IndexFiles
 
         lock = IndexFiles(self.index_file).watch_lock()
-        lock.__enter__()
+        self.lock = lock.__enter__()
 
         def watch() -> None:
             try:
@@ -212,6 +213,9 @@ class Watcher:
                     event = self.events.get_nowait()
                 except queue.Empty:
                     event = None
+            if not self._intact():  # the index or the watch lock deleted by hand: build and publish again
+                pending.reconcile = True
+                self.debounce.add(time.monotonic())
             if self.observer is not None and not self.observer.is_alive():  # the observer died: events are lost
                 self.stop_observer()
                 self.start_observer()
@@ -221,6 +225,15 @@ class Watcher:
                 self.debounce.reset()
                 plan, pending = pending, WatchPlan()
                 self.safe_update(plan)
+
+    def _intact(self) -> bool:
+        """Whether the index built and the watch lock are still there (a stat each, every
+        wake-up). A lock taken by another watcher meanwhile stops this one (IndexFault)."""
+        held = self.lock is None or self.lock.held()
+        if self.indexed is not None and not os.path.exists(self.index_file):
+            self.indexed = self.overlay_key = None
+            return False
+        return held
 
     def safe_update(self, plan: WatchPlan) -> None:
         try:
