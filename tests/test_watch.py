@@ -279,6 +279,65 @@ def test_an_index_deleted_under_a_watcher_is_built_again_and_its_lock_taken_agai
         pass
 
 
+def test_drafts_name_only_observations_of_their_own_tenant_as_check_says(make_repo, tmp_path):
+    """A draft's corrections, retractions, feedback and reclassifications are judged by the rules
+    `check` applies: a draft of one tenant correcting another tenant's observation never reaches
+    the overlay, and the watcher reports what `check` reports for each draft."""
+    from obsrepo.gate.check import CheckRequest, run_check
+
+    repo = make_repo()
+    theirs = _obs(1, entity="company/acme", fields={"name": "Acme"}, tenant={"org": "b"})
+    ours = _obs(2, entity="company/ours", fields={"name": "Ours"}, tenant={"org": "a"})
+    repo.add(theirs, ours)
+    repo.commit("base")
+    drafts = {
+        "hijack": _obs(3, entity="company/acme", fields={"name": "Hijacked"}, corrects=theirs.id, priority=1000,
+                       tenant={"org": "a"}),
+        "retract": _obs(4, retracts=theirs.id, tenant={"org": "a"}),
+        "feedback": _obs(5, feedback={"target": theirs.id, "outcome": "accepted", "session": "s"}, tenant={"org": "a"}),
+        "reclassify": _obs(6, reclassify={"targets": [theirs.id], "classification": "restricted"}, tenant={"org": "a"}),
+        "self": _obs(7, corrects=_obs(7).id, priority=1000, tenant={"org": "a"}),
+        "fine": _obs(8, entity="company/ours", fields={"name": "Ours, corrected"}, corrects=ours.id, priority=1000,
+                     tenant={"org": "a"}),
+        "on a draft": _obs(9, feedback={"target": _obs(8).id, "outcome": "accepted", "session": "s"}, tenant={"org": "a"}),
+    }
+    repo.add(*drafts.values())
+    live = Live(repo, tmp_path)
+    try:
+        live.settles({drafts["fine"].id, drafts["on a draft"].id})
+        live.wait(lambda: all(d.path in live.out.getvalue() for k, d in drafts.items() if k not in ("fine", "on a draft")),
+                  lambda: "every refused draft reported: " + live.out.getvalue())
+        report = live.out.getvalue()
+    finally:
+        live.stop()
+    checked = run_check(CheckRequest(cwd=str(repo.path)))
+    expected = sorted(i.as_text() for i in checked.issues if i.rule.endswith("-target") or i.rule == "self-reference")
+    assert {i.split(" [")[-1] for i in expected} == {"corrects-target]", "retracts-target]", "feedback-target]",
+                                                       "reclassify-target]", "self-reference]"}
+    assert sorted(line for line in report.splitlines() if line in expected) == expected
+
+
+def test_a_folder_watch_that_dies_is_one_line_and_a_new_watch(live):
+    """watchdog raises in a folder's watch thread when the folder vanishes as it is watched
+    again; the thread dies. The watcher says so in one line (no traceback), watches anew and
+    reconciles, so drafts saved afterwards are seen."""
+    observer = live.watcher.observer
+    folder = str(live.repo.path / "observations")
+    emitter = next(e for e in list(observer.emitters) if e.watch.path == folder)
+
+    def gone(timeout):
+        raise FileNotFoundError(2, "No such file or directory", folder)
+
+    emitter.queue_events = gone
+    (live.repo.path / "observations" / "wake.txt").write_text("an event ends the watch's current wait")
+    live.wait(lambda: live.watcher.observer is not observer, "a new observer")
+    assert "a folder watch stopped (FileNotFoundError" in live.out.getvalue()
+    assert "Traceback" not in live.out.getvalue()
+    draft = _obs(90)
+    live.repo.add(draft)
+    live.settles({draft.id})
+
+
 def test_lost_events_are_reconciled_against_git(live):
     repo = live.repo
     live.watcher.stop_observer()  # events behind its back

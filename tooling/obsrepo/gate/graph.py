@@ -95,18 +95,27 @@ def _duplicate_content(observations: list[tuple[str, Facts]], added: set[str] | 
 
 
 def _references(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+    def find(obs_id: str) -> Facts | None:
+        hit = by_id.get(obs_id)
+        return hit[1] if hit else None
+
+    return [issue for path, facts in observations for issue in reference_targets(path, facts, find)]
+
+
+def reference_targets(path: str, facts: Facts, find: Callable[[str], Facts | None]) -> list[Issue]:
+    """`corrects` and `retracts` name observations of the author's own tenant, never itself.
+    `find` looks an id up (the full rules and the watcher's drafts share this)."""
     issues = []
-    for path, facts in observations:
-        for key in ("corrects", "retracts"):
-            for index, target in enumerate(facts[key]):
-                line, col = loc(facts, key, index)
-                hit = by_id.get(target)
-                if target == facts["id"]:
-                    issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
-                                        f"an observation cannot {key[:-1]} itself"))
-                elif hit is None or hit[1]["tenant"] != facts["tenant"]:
-                    issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, f"{key}-target",
-                                        f"`{key}` names '{target}', which does not exist in this tenant"))
+    for key in ("corrects", "retracts"):
+        for index, target in enumerate(facts[key]):
+            line, col = loc(facts, key, index)
+            hit = find(target)
+            if target == facts["id"]:
+                issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                    f"an observation cannot {key[:-1]} itself"))
+            elif hit is None or hit["tenant"] != facts["tenant"]:
+                issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, f"{key}-target",
+                                    f"`{key}` names '{target}', which does not exist in this tenant"))
     return issues
 
 
@@ -121,7 +130,8 @@ def _stewardship_targets(observations: list[tuple[str, Facts]], by_id: dict[str,
 def stewardship_targets(path: str, facts: Facts, find: Callable[[str], Facts | None]) -> list[Issue]:
     """`feedback.target` must be an observation visible to the author's tenant; `reclassify`
     targets observations of the same tenant (as `retracts` does). `find` looks an id up among
-    the repository's observations (the full rules and the write path's kept state share this)."""
+    the repository's observations (the full rules, the write path's kept state and the
+    watcher's drafts share this)."""
     issues = []
     target = facts.get("feedback")
     if target is not None:

@@ -23,6 +23,7 @@ from .. import errors
 from ..format.document import MAX_DOCUMENT_BYTES, too_large
 from ..format.report import Issue
 from ..format.rules import kind_of, place
+from ..gate.graph import reference_targets, stewardship_targets
 from ..gate.sources import not_a_file
 from ..gitstore import Git, blob_sha
 from .plan import DOCUMENT_ROOTS, is_document_name
@@ -184,6 +185,11 @@ def judge(state: DraftState, index_file: str) -> tuple[list[tuple[str, str, dict
                 _flag(problems, fine[path], "id", errors.DUPLICATE_ID, "duplicate-id",
                       f"id '{doc_id}' is also used by the draft {others}")
     committed = _committed(index_file, fine)
+    drafted = {d.facts["id"]: d.facts for d in fine.values() if d.facts and d.facts["kind"] == "observation"}
+
+    def find(obs_id: str) -> dict[str, Any] | None:
+        return committed["targets"].get(obs_id) or drafted.get(obs_id)
+
     for path, draft in sorted(fine.items()):
         facts = draft.facts or {}
         if facts["id"] in committed["ids"]:
@@ -194,12 +200,8 @@ def judge(state: DraftState, index_file: str) -> tuple[list[tuple[str, str, dict
             if (facts.get("hash"), tenant) in committed["hashes"]:
                 _flag(problems, draft, "id", errors.DUPLICATE_CONTENT, "duplicate-content",
                       "the same content is already committed in this tenant")
-            known = set(committed["targets"]) | {d.facts["id"] for d in fine.values() if d.facts}
-            for key in ("corrects", "retracts"):
-                for target in facts.get(key) or []:
-                    if target not in known:
-                        _flag(problems, draft, key, errors.REF_NOT_FOUND, "ref-not-found",
-                              f"{key}: observation '{target}' does not exist")
+            for issue in reference_targets(path, facts, find) + stewardship_targets(path, facts, find):
+                problems.setdefault(path, []).append(issue)  # the rules `check` applies, tenant and all
     valid = [(p, d.blob, d.record) for p, d in sorted(fine.items())
              if p not in problems and kind_of(p) == "observation" and d.record is not None]
     return valid, problems
@@ -210,13 +212,22 @@ def _flag(problems: dict[str, list[Issue]], draft: Draft, key: str, code: str, r
     problems.setdefault(draft.path, []).append(Issue(draft.path, line, col, code, rule, message))
 
 
+_TENANT_KEYS = ("org", "project", "agent", "user")
+
+
 def _tenant_key(tenant: dict[str, Any]) -> tuple:
-    return tuple(tenant.get(k) for k in ("org", "project", "agent", "user"))
+    return tuple(tenant.get(k) for k in _TENANT_KEYS)
+
+
+def _targets(facts: dict[str, Any]) -> list[str]:
+    """The observations a draft names: what it corrects, retracts, gives feedback on or reclassifies."""
+    return [*(facts.get("corrects") or ()), *(facts.get("retracts") or ()), *(facts.get("reclassify") or ()),
+            *([facts["feedback"]] if facts.get("feedback") else [])]
 
 
 def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
     """What the indexed commit already holds of the drafts' ids, content hashes and targets."""
-    found: dict[str, Any] = {"ids": {}, "hashes": set(), "targets": set()}
+    found: dict[str, Any] = {"ids": {}, "hashes": set(), "targets": {}}
     if not fine:
         return found
     from ..index.schema import NOW
@@ -224,7 +235,7 @@ def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
 
     ids = sorted({d.facts["id"] for d in fine.values() if d.facts})
     hashes = sorted({str(d.facts["hash"]) for d in fine.values() if d.facts and d.facts.get("hash")})
-    targets = sorted({t for d in fine.values() if d.facts for k in ("corrects", "retracts") for t in d.facts.get(k) or []})
+    targets = sorted({t for d in fine.values() if d.facts for t in _targets(d.facts)})
     con = open_internal(index_file)
     try:
         for doc_id, path in con.execute(
@@ -236,9 +247,10 @@ def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
                 "SELECT content_hash, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
                 f"WHERE removed_seq = {NOW} AND content_hash IN (SELECT unnest(?::VARCHAR[]))", [hashes]).fetchall():
             found["hashes"].add((row[0], tuple(row[1:])))
-        found["targets"] = {row[0] for row in con.execute(
-            f"SELECT id FROM obs_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[]))",
-            [targets]).fetchall()}
+        found["targets"] = {row[0]: {"id": row[0], "tenant": {k: v for k, v in zip(_TENANT_KEYS, row[1:]) if v is not None}}
+                            for row in con.execute(
+            "SELECT id, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
+            f"WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[]))", [targets]).fetchall()}
     finally:
         con.close()
     return found

@@ -184,7 +184,28 @@ class Watcher:
         thread.start()
         return thread
 
+    def _observer_broken(self) -> bool:
+        """The observer, or one of its folder watches (an emitter thread), has died."""
+        observer = self.observer
+        return not observer.is_alive() or any(not emitter.is_alive() for emitter in list(observer.emitters))
+
+    def _thread_died(self, args: Any) -> None:
+        """`threading.excepthook` while watching: a folder watch of ours that fails (watchdog
+        raises when a watched folder vanishes as it is watched again) is one line and a
+        reconcile, never a traceback; any other thread goes to the hook that was there."""
+        from watchdog.observers.api import EventEmitter
+
+        if isinstance(args.thread, EventEmitter):  # ours: the only watchdog threads of the process
+            self.out.write(f"obsrepo watch: a folder watch stopped ({args.exc_type.__name__}: {args.exc_value}); "
+                           "watching again\n")
+            self.out.flush()
+            self.put(Event(OVERFLOW, ""))
+            return
+        self._previous_hook(args)
+
     def _watch(self) -> None:
+        self._previous_hook = threading.excepthook
+        threading.excepthook = self._thread_died
         self.start_observer()
         try:
             self._say(f"watching {self.root} (index {self.index_file})")
@@ -192,6 +213,8 @@ class Watcher:
             self._loop()
         finally:
             self.stop_observer()
+            if threading.excepthook == self._thread_died:
+                threading.excepthook = self._previous_hook
 
     def _loop(self) -> None:
         pending = WatchPlan()
@@ -216,7 +239,7 @@ class Watcher:
             if not self._intact():  # the index or the watch lock deleted by hand: build and publish again
                 pending.reconcile = True
                 self.debounce.add(time.monotonic())
-            if self.observer is not None and not self.observer.is_alive():  # the observer died: events are lost
+            if self.observer is not None and self._observer_broken():  # events are lost: watch anew, reconcile
                 self.stop_observer()
                 self.start_observer()
                 pending.reconcile = True
