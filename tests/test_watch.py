@@ -389,6 +389,23 @@ def test_a_second_watcher_is_refused_and_sigterm_exits_cleanly(make_repo):
     assert not os.path.exists(repo.path / ".obsrepo" / "index.duckdb.overlay")
 
 
+def test_a_watcher_of_an_index_that_cannot_be_written_exits_at_once(make_repo, tmp_path):
+    """Not a watcher that reports the same error on every event forever: exit 4 at the start."""
+    repo = make_repo()
+    repo.add(_obs(1))
+    repo.commit("base")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    for place in (str(folder), os.devnull):
+        proc = subprocess.run([sys.executable, "-m", "obsrepo", "watch", "--index", place], cwd=repo.path, env=repo.env,
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 4, proc
+        assert "INDEX_ERROR: the index cannot be created at" in proc.stderr and "Traceback" not in proc.stderr
+        assert not os.path.exists(place + ".watch")
+    status = json.loads(repo.obsrepo("status", "--format", "json", "--index", str(folder)).stdout)
+    assert "not a regular file" in status["problem"] and status["indexed_commit"] is None
+
+
 def test_status_without_an_index(repo):
     repo.add(_obs(1))
     repo.commit("base")

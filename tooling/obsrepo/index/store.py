@@ -258,9 +258,17 @@ class IndexFiles:
         self.path = path
         self.lock_path = path + ".lock"
 
+    def check_place(self) -> None:
+        """INDEX_ERROR when something that is not a regular file is where the index goes."""
+        if os.path.exists(self.path) and not os.path.isfile(self.path):  # a folder, a device, a pipe…
+            raise IndexFault(f"the index cannot be created at {self.path}: something that is not a regular "
+                             "file is there; choose another place with --index PATH or OBSREPO_INDEX", path=self.path)
+
     @contextlib.contextmanager
     def watch_lock(self) -> Iterator[WatchLock]:
-        """One watcher per index: a second one fails at once with INDEX_ERROR naming the holder."""
+        """One watcher per index: a second one fails at once with INDEX_ERROR naming the holder,
+        and so does a watcher of an index that could never be written there."""
+        self.check_place()
         try:
             private_folder(os.path.dirname(self.path))
         except OSError as exc:
@@ -278,9 +286,7 @@ class IndexFiles:
     def writer_lock(self) -> Iterator[None]:
         import fcntl
 
-        if os.path.exists(self.path) and not os.path.isfile(self.path):  # a folder, a device, a pipe…
-            raise IndexFault(f"the index cannot be created at {self.path}: something that is not a regular "
-                             "file is there; choose another place with --index PATH or OBSREPO_INDEX", path=self.path)
+        self.check_place()
         try:
             private_folder(os.path.dirname(self.path))
             handle = open(self.lock_path, "a+")
@@ -488,6 +494,7 @@ def open_reader(path: str, *, sandbox: bool = True, fts: bool = True, memory_lim
 
     if not os.path.exists(path):
         raise IndexFault(f"no index at {path}", path=path)
+    IndexFiles(path).check_place()  # a folder, a device: said as such, not as a file changed in place
     for _attempt in range(3):
         before = _identity(path)
         if not sealed(path):

@@ -209,7 +209,7 @@ class Watcher:
         self.start_observer()
         try:
             self._say(f"watching {self.root} (index {self.index_file})")
-            self.safe_update(WatchPlan(reconcile=True))
+            self.update(WatchPlan(reconcile=True))  # an index that cannot be written ends the watch at once
             self._loop()
         finally:
             self.stop_observer()
