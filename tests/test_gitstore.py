@@ -1,5 +1,7 @@
 """Reading objects from a real repository."""
 
+import threading
+
 import pytest
 from helpers import observation
 from obsrepo.errors import GitError
@@ -25,6 +27,19 @@ def test_blobs_read_by_a_kept_reader_and_streamed_agree_and_a_missing_one_is_a_g
         assert reader.read(shas[::-1]) == at_once[::-1]  # after a failure, no answer is read out of turn
         many = shas * 3000  # more than any pipe holds, both ways
         assert reader.read(many) == at_once * 3000
+        failed: list = []  # a missing object before a request larger than the pipe: no deadlock
+
+        def read_past_a_missing_object() -> None:
+            try:
+                reader.read(["0" * 40] + many)
+            except GitError as exc:
+                failed.append(exc)
+
+        thread = threading.Thread(target=read_past_a_missing_object, daemon=True)
+        thread.start()
+        thread.join(timeout=30)
+        assert not thread.is_alive() and len(failed) == 1
+        assert reader.read(shas[:2]) == at_once[:2]
     finally:
         reader.close()
 

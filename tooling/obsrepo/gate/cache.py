@@ -7,7 +7,9 @@ so a new version of the rules starts afresh. Two files: `check-cache.marshal` ho
 valid document's full record (what the index stores), read only by the index and only
 written when new records came. Entries used by the run are kept, and the others too while
 they are fewer than twice as many (the index's history and check's tree overlap; a file
-never grows without bound). A missing, unreadable or foreign cache file is simply ignored.
+never grows without bound). A file is a header and parts, each a marshalled dict of entries:
+the workers of a parallel build marshal their own, which are written out unopened. A missing,
+unreadable, truncated or foreign cache file is simply ignored.
 """
 
 from __future__ import annotations
@@ -56,10 +58,11 @@ def paused_gc() -> Iterator[None]:
 _MAGIC = b"obsrepo analysis cache 2\n"
 
 
-def _load(file: Path, digest: str) -> dict:
-    """A cache file's entries: `_MAGIC`, the marshalled header {"rules": digest, "sizes": [...]},
-    then one marshalled dict of entries a size (a part written by this process, or by a worker
-    of a parallel build), merged in order."""
+def load_entries(file: Path, digest: str) -> dict:
+    """Every entry of a cache file, {} when it is missing, unreadable, foreign or of other rules.
+    The file: `_MAGIC`, the marshalled header {"rules": digest, "sizes": [...]}, then one
+    marshalled dict of entries a size (a part written by this process, or by a worker of a
+    parallel build), merged in order."""
     try:
         # marshal: plain data only, ~10x faster to load than JSON; the file lives inside
         # the git directory, as trusted as the repository's own hooks
@@ -93,7 +96,7 @@ def _size(file: Path) -> int:
 
 
 def _store(file: Path, digest: str, parts: list[bytes]) -> None:
-    """Write marshalled dicts of entries (see `_load`) in place of `file`, atomically."""
+    """Write marshalled dicts of entries (see `load_entries`) in place of `file`, atomically."""
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.stem}.")
@@ -104,11 +107,6 @@ def _store(file: Path, digest: str, parts: list[bytes]) -> None:
         os.replace(tmp, file)
     except OSError:
         pass  # a read-only git directory only costs speed
-
-
-def load_entries(file: Path, digest: str) -> dict:
-    """Every entry of a cache file ({} when it is missing, unreadable, foreign or of other rules)."""
-    return _load(file, digest)
 
 
 def store_entries(file: Path, digest: str, entries: dict) -> None:
@@ -150,7 +148,7 @@ class AnalysisCache:
     @property
     def entries(self) -> dict[str, list]:
         if self._entries is None:
-            self._entries = _load(self.file, self.digest) if self.file is not None else {}
+            self._entries = load_entries(self.file, self.digest) if self.file is not None else {}
         return self._entries
 
     @property
@@ -178,7 +176,7 @@ class AnalysisCache:
         if row is None:
             if self._records is None:
                 records_file = self.records_file
-                self._records = _load(records_file, self.digest) if records_file is not None else {}
+                self._records = load_entries(records_file, self.digest) if records_file is not None else {}
             row = self._records.get(key)
         if not isinstance(row, dict):
             return None
@@ -234,7 +232,7 @@ class AnalysisCache:
         records_file = self.records_file
         if (self.new_records or self.parts) and records_file is not None:
             if self._records is None:
-                self._records = _load(records_file, self.digest)
+                self._records = load_entries(records_file, self.digest)
             merged = {**self._records, **self.new_records}
             kept_records = marshal.dumps({k: v for k, v in merged.items() if k in kept})
             _store(records_file, self.digest, [kept_records] + [part for _, part, _ in self.parts])
