@@ -406,6 +406,29 @@ def test_a_watcher_of_an_index_that_cannot_be_written_exits_at_once(make_repo, t
     assert "not a regular file" in status["problem"] and status["indexed_commit"] is None
 
 
+def test_a_watcher_whose_index_folder_becomes_a_file_exits_with_index_error(make_repo, tmp_path):
+    repo = make_repo()
+    repo.add(_obs(1))
+    repo.commit("base")
+    folder = tmp_path / "indexes"
+    index = folder / "index.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "obsrepo", "watch", "--index", str(index)], cwd=repo.path,
+                            env=repo.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (folder / "index.duckdb.watch.json").exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the watcher never made its first update"
+            time.sleep(0.05)
+        subprocess.run(["rm", "-rf", str(folder)], check=True)
+        folder.write_text("a file where the index's folder was")
+        _out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 4, err
+    assert "INDEX_ERROR" in err and "Traceback" not in err
+
+
 def test_status_without_an_index(repo):
     repo.add(_obs(1))
     repo.commit("base")

@@ -235,7 +235,10 @@ class WatchLock:
             same = False
         if same:
             return True
-        private_folder(os.path.dirname(self.index))
+        try:
+            private_folder(os.path.dirname(self.index))
+        except OSError as exc:
+            raise unwritable(self.index, exc) from None
         handle = self._take()
         self.handle.close()
         self.handle = handle
