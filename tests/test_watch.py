@@ -378,7 +378,8 @@ def test_a_second_watcher_is_refused_and_sigterm_exits_cleanly(make_repo):
             assert time.monotonic() < deadline, "the draft never reached the overlay"
             time.sleep(0.05)
         text = repo.obsrepo("status").stdout
-        assert "overlay:          1 uncommitted document(s)" in text and f"pid {proc.pid}" in text
+        assert "overlay:          1 uncommitted document(s)" in text
+        assert f"watcher:          pid {proc.pid}, its last update at 20" in text and " ms)" in text
     finally:
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=20)

@@ -532,7 +532,7 @@ def _need_watchdog() -> None:
 def status(index_path: str | None, output_format: str) -> int:
     """Which commit the index holds, how far behind HEAD, the watcher and its drafts.
 
-    Also when the index was last updated and how long that took.
+    Also when the index, and the watcher, last updated and how long that took.
     """
     from ..api import Repository
 
@@ -546,12 +546,25 @@ def status(index_path: str | None, output_format: str) -> int:
         f"index:            {state['index']}",
         f"indexed commit:   {state['indexed_commit'] or '(none)'}" + (f"  ({state['problem']})" if state["problem"] else ""),
         f"behind HEAD:      {state['behind'] if state['behind'] is not None else '-'} commit(s)",
-        f"watcher:          {'pid ' + str(watcher['pid']) if watcher else 'not running'}",
+        f"watcher:          {_watcher_line(watcher)}",
         f"overlay:          {state['overlay_documents']} uncommitted document(s)",
         f"last update:      {last.get('updated_at', '-')}" + (f" ({last['duration_ms']} ms)" if "duration_ms" in last else ""),
     ]
     click.echo("\n".join(lines))
     return errors.EXIT_OK
+
+
+def _watcher_line(watcher: dict | None) -> str:
+    """`pid N, its last update at T (D ms)`: the watcher's own last update, which may have
+    changed only the overlay, or nothing (the index's last update is a line of its own)."""
+    if not watcher:
+        return "not running"
+    line = f"pid {watcher['pid']}"
+    if watcher.get("updated_at"):
+        line += f", its last update at {watcher['updated_at']}"
+        if watcher.get("duration_ms") is not None:
+            line += f" ({watcher['duration_ms']} ms)"
+    return line
 
 
 @main.command(epilog=examples('obsrepo sql "SELECT type, count(*) AS n FROM observations GROUP BY ALL ORDER BY n DESC"',
