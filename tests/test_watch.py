@@ -617,18 +617,23 @@ def test_placed_says_what_place_says(make_repo):
     from obsrepo.format.analyze import analyze
     from obsrepo.format.rules import place, placed
 
-    docs = [_obs(7), comprehension("comp-x", [])]
+    docs = [_obs(7), comprehension("comp-x", [_obs(1).id])]  # a comprehension cites at least one observation
     paths = ["observations/obs-20260213-102500-0007.md", "observations/a/b/obs-20260213-102500-0007.md",
              "observations/obs-20260213-102500-0008.md", "observations/obs-20260213-102500-0007.txt",
              "observations/obs-20260213-102500-0007", "comprehension/comp-x.md", "comprehension/sub/comp-x.md",
              "comprehension/comp-y.md", "comprehension/obs-20260213-102500-0007.md", "observations/comp-x.md",
              "notes/comp-x.md"]
+    said = []
     for doc in docs:
         for path in paths:
             analysis = analyze(path, str(doc).encode(), with_record=True)
             if analysis.kind == "other" or analysis.record is None:
                 continue
-            assert placed(path, analysis.record) == (not place(path, analysis)), (doc.path, path)
+            said.append(placed(path, analysis.record))
+            assert said[-1] == (not place(path, analysis)), (doc.path, path)
+    # both documents at every path but the one outside the document folders; the observation
+    # fits its flat and its nested path, the comprehension comprehension/comp-x.md alone
+    assert len(said) == 2 * (len(paths) - 1) and said.count(True) == 3
 
 
 def test_an_update_of_a_few_documents_leaves_a_large_cache_alone(make_repo, monkeypatch):

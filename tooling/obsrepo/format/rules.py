@@ -35,7 +35,6 @@ def moment_from_cache(value: tuple[int]) -> datetime:
     return _EPOCH + timedelta(microseconds=value[0])
 
 
-
 @dataclass
 class Analysis:
     """What one document says, as far as the repository rules care, and what is wrong."""

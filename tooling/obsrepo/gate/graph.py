@@ -34,8 +34,7 @@ def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = Non
     issues += _duplicate_ids(observations + comprehensions, added)
     issues += _duplicate_content(observations, added)
     by_id = {f["id"]: (p, f) for p, f in observations}
-    issues += _references(observations, by_id)
-    issues += _stewardship_targets(observations, by_id)
+    issues += _targets(observations, by_id)
     retracted = {target for _, f in observations for target in f["retracts"] if target in by_id}
     live = [(p, f) for p, f in observations if f["id"] not in retracted]
     issues += _relation_targets(live)
@@ -94,14 +93,6 @@ def _duplicate_content(observations: list[tuple[str, Facts]], added: set[str] | 
     return issues
 
 
-def _references(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
-    def find(obs_id: str) -> Facts | None:
-        hit = by_id.get(obs_id)
-        return hit[1] if hit else None
-
-    return [issue for path, facts in observations for issue in reference_targets(path, facts, find)]
-
-
 def reference_targets(path: str, facts: Facts, find: Callable[[str], Facts | None]) -> list[Issue]:
     """`corrects` and `retracts` name observations of the author's own tenant, never itself.
     `find` looks an id up (the full rules and the watcher's drafts share this)."""
@@ -119,12 +110,14 @@ def reference_targets(path: str, facts: Facts, find: Callable[[str], Facts | Non
     return issues
 
 
-def _stewardship_targets(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+def _targets(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+    """What each observation corrects, retracts, gives feedback on or reclassifies, looked up by id."""
     def find(obs_id: str) -> Facts | None:
         hit = by_id.get(obs_id)
         return hit[1] if hit else None
 
-    return [issue for path, facts in observations for issue in stewardship_targets(path, facts, find)]
+    return [issue for path, facts in observations
+            for issue in reference_targets(path, facts, find) + stewardship_targets(path, facts, find)]
 
 
 def stewardship_targets(path: str, facts: Facts, find: Callable[[str], Facts | None]) -> list[Issue]:

@@ -229,11 +229,7 @@ class WatchLock:
         """Whether the lock file is still the one locked; when it is gone or another file,
         it is taken again (True), unless another watcher holds the new one (IndexFault).
         False: the lock had to be taken again, so anything kept beside it may be gone too."""
-        try:
-            same = os.path.samestat(os.fstat(self.handle.fileno()), os.stat(watch_lock_path(self.index)))
-        except OSError:
-            same = False
-        if same:
+        if self._ours():
             return True
         try:
             private_folder(os.path.dirname(self.index))
@@ -244,11 +240,18 @@ class WatchLock:
         self.handle = handle
         return False
 
+    def _ours(self) -> bool:
+        """Whether the lock file at its path is the file this lock holds."""
+        try:
+            return os.path.samestat(os.fstat(self.handle.fileno()), os.stat(watch_lock_path(self.index)))
+        except (OSError, ValueError):
+            return False
+
     def release(self) -> None:
         import fcntl
 
         with contextlib.suppress(OSError, ValueError):
-            if os.path.samestat(os.fstat(self.handle.fileno()), os.stat(watch_lock_path(self.index))):
+            if self._ours():
                 self.handle.seek(0)
                 self.handle.truncate()
                 self.handle.flush()
