@@ -84,7 +84,7 @@ class Repository:
         With `strict`, invalid documents in history leave the previous index published."""
         from .index import IndexFiles, build_index
 
-        target = self.git.resolve(rev or "HEAD", "--rev")
+        target = self.git.resolve("HEAD" if rev is None else rev, "--rev")
         return build_index(self.git, IndexFiles(self.index_file), target, full=full, progress=progress, strict=strict)
 
     def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
@@ -110,7 +110,7 @@ class Repository:
         from .index.store import damage_errors
         from .read.scope import ReadScope
 
-        at_sha = self.git.resolve(at, "--at") if at else None
+        at_sha = self.git.resolve(at, "--at") if at is not None else None
         for attempt in (1, 2):
             con = self._reader(overlay=overlay and at_sha is None, **settings)
             try:
@@ -152,7 +152,7 @@ class Repository:
         for key, value in (where or {}).items():
             if key in binding and binding[key] != value:
                 return {"observations": [], "total": 0, "limit": request.limit, "offset": request.offset,
-                        "at_commit": self.git.resolve(at, "--at") if at else None}
+                        "at_commit": self.git.resolve(at, "--at") if at is not None else None}
             binding[key] = value
         drafts = self.overlay if overlay is None else overlay
         return self._read(lambda scope: run_query(scope, request), at, binding, overlay=drafts,
@@ -248,8 +248,8 @@ class Repository:
         from .read.diff import default_base, review
         from .read.scope import ReadScope
 
-        head_sha = self.git.resolve(head or "HEAD", "HEAD")
-        base_sha = self.git.resolve(base, "BASE") if base else default_base(self.git, head_sha)
+        head_sha = self.git.resolve("HEAD" if head is None else head, "HEAD")
+        base_sha = self.git.resolve(base, "BASE") if base is not None else default_base(self.git, head_sha)
 
         def work(con: Any) -> dict[str, Any]:
             scopes = [ReadScope(con, self.git, base_sha, self.tenant), ReadScope(con, self.git, head_sha, self.tenant)]

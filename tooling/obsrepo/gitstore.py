@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .errors import GitError, NotFoundError
+from .errors import GitError, NotFoundError, UsageError
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 NULL_SHA = "0" * 40
@@ -57,6 +58,39 @@ def raw_records(tokens: list[bytes]) -> Iterator[Change | bytes]:
         else:
             yield tokens[i]
             i += 1
+
+
+_FULL_SHA = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256 object format
+# parts that may hold any text without changing how many commits a name selects: a reflog
+# selector (`main@{2026-01-01 10:00}`) and a peel or message search (`HEAD^{/fix: x..y}`)
+_BRACED = re.compile(r"@\{[^}]*\}|\^\{[^}]*\}")
+_SEVERAL = re.compile(r"\^[@!-]")  # REV^@ (the parents), REV^! and REV^-N (ranges)
+
+
+def revision_syntax_problem(rev: str) -> str | None:
+    """Why `rev` can never name exactly one commit, or None; pure text, no git."""
+    if not rev:
+        return "is empty: name one commit (HEAD, a branch, a tag, a sha)"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in rev):
+        return "holds a line break or another control character"
+    if rev[0] == "^":
+        return "excludes commits (^REV) instead of naming one: name one commit"
+    if rev[0] == "-":
+        return "begins with '-': a revision never does (is it an option?)"
+    core = _BRACED.sub("", rev)
+    if ".." in core:
+        return "is a range (A..B or A...B): name one commit"
+    if _SEVERAL.search(core):
+        return "selects several commits (REV^@, REV^!, REV^-): name one commit"
+    if ":" in core:
+        return "names a file or an index entry (REV:path), not a commit"
+    return None
+
+
+def _quoted(rev: str) -> str:
+    """The name as an error repeats it: quoted, escaped, never longer than 80 characters."""
+    shown = rev if len(rev) <= 80 else rev[:80] + "…"
+    return repr(shown)
 
 
 # every git process: no optional locks, messages we can parse, and objects as stored — a
@@ -116,14 +150,24 @@ class Git:
         return self.run("rev-parse", "--verify", "-q", "HEAD^{commit}", check=False) != b""
 
     def resolve(self, rev: str, parameter: str = "rev") -> str:
-        """A full commit sha for `rev`: REF_NOT_FOUND if the name does not resolve,
-        GIT_ERROR if the repository has no commits at all (or HEAD names none) or is shallow
-        and the commit may simply be missing."""
-        if rev.startswith("-") or not rev or "\x00" in rev:
-            raise NotFoundError(f"revision '{rev}' does not exist", parameter=parameter, rev=rev)
-        out = self.run("rev-parse", "--verify", "-q", "--end-of-options", f"{rev}^{{commit}}", check=False).strip()
-        if out:
-            return out.decode()
+        """The one full commit sha that `rev` names (docs/design.md §8a "One revision, one
+        commit"). A name that cannot name exactly one commit (`^REV`, `-x`, a range, `REV:path`,
+        `REV^@`, an empty name, a line break) or that names a tree, blob or other object is a
+        VALIDATION_ERROR naming `parameter`; a well-formed name that does not resolve is
+        REF_NOT_FOUND; GIT_ERROR if the repository has no commits at all (or HEAD names none) or
+        is shallow and the commit may simply be missing. The common case is one git process."""
+        problem = revision_syntax_problem(rev)
+        if problem:
+            raise UsageError(f"{parameter} {_quoted(rev)} {problem}", parameter=parameter, rev=rev)
+        out = self.run("rev-parse", "--verify", "-q", "--end-of-options", f"{rev}^{{commit}}", check=False).split()
+        if len(out) == 1 and _FULL_SHA.fullmatch(out[0]):
+            return out[0].decode()
+        if out:  # git answered something other than one object id: never guess which commit
+            raise UsageError(f"{parameter} {_quoted(rev)} does not name exactly one commit", parameter=parameter, rev=rev)
+        named = self.run("rev-parse", "--verify", "-q", "--end-of-options", rev, check=False).strip()
+        kind = self.run("cat-file", "-t", named.decode(), check=False).decode().strip() if _FULL_SHA.fullmatch(named) else ""
+        if kind:  # an object that exists and is no commit (a full sha of a missing object is not found)
+            raise UsageError(f"{parameter} {_quoted(rev)} names a {kind}, not a commit", parameter=parameter, rev=rev)
         if not self.has_head() and (rev == "HEAD" or not self.run("for-each-ref", "--count=1", check=False).strip()):
             raise GitError(NO_COMMITS, parameter=parameter, rev=rev)
         if self.is_shallow():
