@@ -92,12 +92,20 @@ class Repository:
         if self._live is not None and follow_head and not any(v for k, v in settings.items() if k != "overlay"):
             return self._live.lease()  # with a running watcher's overlay attached: the scope decides
         from .index import IndexFiles, reader_at_least
+        from .index.freshness import wait_for_watcher
         from .index.store import watcher_pid
 
-        head: str | None = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
-        if not follow_head or watcher_pid(self.index_file) is not None:
-            head = None  # a watcher keeps the index at HEAD: a reader never waits on a write
-        return reader_at_least(self.git, IndexFiles(self.index_file), head, progress=self.progress, **settings)
+        files = IndexFiles(self.index_file)
+        head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
+        if not follow_head:
+            return reader_at_least(self.git, files, None, progress=self.progress, **settings)
+        if watcher_pid(self.index_file) is not None:  # read your own commit (§8a): the watcher's update first
+            con = reader_at_least(self.git, files, None, progress=self.progress, **settings)
+            if con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0] == head:
+                return con
+            con.close()
+            wait_for_watcher(self.index_file, head)
+        return reader_at_least(self.git, files, head, progress=self.progress, **settings)
 
     def _read(self, work: Callable[[Any], Any], at: str | None = None, tenant: dict[str, str] | None = None,
               scoped: bool = True, overlay: bool = False, ceiling: str | None = None, include_expired: bool = False,

@@ -27,7 +27,8 @@ from typing import Any
 from ..errors import IndexFault
 from ..gitstore import Git
 from . import build_index, reader_at_least
-from .store import IndexFiles, open_reader, overlay_path
+from .freshness import wait_for_watcher
+from .store import IndexFiles, open_reader, overlay_path, watcher_pid
 
 
 def _identity(path: str) -> tuple[int, int, int] | None:
@@ -143,6 +144,8 @@ class LiveIndex:
         """The index brought to `head` (nothing to do when it is there already), then opened
         once; anything untrustworthy on the way is `reader_at_least`'s to repair."""
         try:
+            if watcher_pid(self.files.path) is not None:  # read your own commit (§8a): the watcher's update first
+                wait_for_watcher(self.files.path, head)
             build_index(self.git, self.files, head, progress=self.progress)
             return open_reader(self.files.path, overlay=True)
         except IndexFault:
