@@ -156,13 +156,15 @@ def test_each_statement_commits_on_the_branch_and_reads_back_there(repo, server)
 
     parent = tip(repo)
     corrected = server.call("correct_field", entity_id="company/acme-corp", field="city",
-                            value={"name": "Southsea", "district": ["PO4", 5]}, reason="Moved in May")
+                            value={"name": "Southsea", "district": ["PO4", 5]}, reason="Moved in May",
+                            allow_type_change=True)  # a text becomes an object: said, not silent
     text = written(repo, corrected, parent, tool="correct")
     assert f"corrects: [{winner}]" in text and "priority: 1000" in text and "type: correction" in text
     assert "Correct city of company/acme-corp: Moved in May" in text and "org: northwind" in text
     assert "source: human/test-author" in text  # the server's git user, as on the command line
     # a second correction corrects the first one (earlier proposals count)
-    again = server.call("correct_field", entity_id="company/acme-corp", field="city", value="Portsmouth", reason="Not yet")
+    again = server.call("correct_field", entity_id="company/acme-corp", field="city", value="Portsmouth", reason="Not yet",
+                        allow_type_change=True)  # and back to text
     assert f"corrects: [{corrected['id']}]" in written(repo, again, corrected["commit"])
 
     relation = server.call("create_relationship", source_entity_id="company/w-beta", relationship_type="PART_OF",

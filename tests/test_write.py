@@ -103,7 +103,7 @@ def test_each_statement_is_accepted_and_reads_back_on_the_branch(based: Repo) ->
 
 def test_statements_write_into_the_work_tree_without_commit(based: Repo) -> None:
     head = based.sha()
-    for args in (["correct", "company/acme", "phone", "2", "--reason", "typo"],
+    for args in (["correct", "company/acme", "phone", "+44 2", "--reason", "typo"],
                  ["retract", BETA.id, "--reason", "twice"],
                  ["relate", "company/beta", "REFERS_TO", "company/acme"],
                  ["merge", "company/gamma", "company/acme", "--reason", "same"]):

@@ -302,15 +302,19 @@ class Repository:
             return propose(self.git, self._tree_states(), front, body, branch=branch or self.branch, tool=tool).as_dict()
 
     def correct(self, entity: str, field: str, value: Any, *, reason: str, branch: str | None = None,
-                commit: bool = True, source: str | None = None) -> dict[str, Any]:
+                commit: bool = True, source: str | None = None, allow_type_change: bool = False) -> dict[str, Any]:
         """Correct the current value of FIELD: a priority-1000 observation that `corrects` the
         winning observation. The winner is read at the proposal branch's tip when it exists
-        (earlier proposals count), else at HEAD; with commit=False (the work tree) at HEAD."""
-        from .write.statements import correction, target_tenant
+        (earlier proposals count), else at HEAD; with commit=False (the work tree) at HEAD.
+        A value of another JSON type than the current one is refused (rule `type-change`)
+        unless `allow_type_change`."""
+        from .write.statements import correction, refuse_type_change, target_tenant
 
         with self._writing:
             at = self._statement_base(branch, commit)
             found = self.provenance(entity, field, at=at)
+            if not allow_type_change:
+                refuse_type_change(entity, field, found["value"], value)
             winner = found["observation_id"]
             winner = winner[0] if isinstance(winner, list) else winner
             documents = self._documents(at, commit)

@@ -5,14 +5,16 @@ it can always be converted, stored, compared and printed. Two readers share that
 
 * `parse_timestamp` / `parse_date_or_timestamp`: a document's timestamps, strictly (seconds
   and a timezone); a `TimeError` carries the rule that `check` reports;
-* `parse_time`: every time option (`--after`, `--before`, `--as-of`, `--timestamp`): any ISO 8601
-  date or timestamp with a timezone; a bad value is a `UsageError` naming the option.
+* `parse_time`: every time option (`--after`, `--before`, `--as-of`, `--timestamp`, and the MCP
+  tools' date arguments): any ISO 8601 date or timestamp with a timezone, or unix milliseconds
+  as an integer or as all-digit text (what generic clients send for an integer typed in a
+  text box); a bad value is a `UsageError` naming the option.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from .errors import UsageError
 
@@ -22,6 +24,10 @@ _NO_ZONE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?")
 DATE_PATTERN = r"\d{4}-\d{2}-\d{2}"
 _DATE = re.compile(DATE_PATTERN)
 RANGE = "years 0001..9999 in UTC"
+# unix milliseconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z
+MIN_MS, MAX_MS = -62135596800000, 253402300799999
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() would take '²' or Arabic-Indic digits
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class TimeError(ValueError):
@@ -80,11 +86,18 @@ def parse_date_or_timestamp(value: str | datetime) -> datetime:
     return parse_timestamp(value)
 
 
-def parse_time(value: str, parameter: str, *, dates: bool = True) -> datetime:
-    """A time option: ISO 8601 with a timezone, or (when `dates`) a date meaning midnight UTC.
-    Returned in UTC; anything else, or an instant outside years 0001..9999 in UTC, is a
-    UsageError naming `parameter`."""
+def parse_time(value: str | int, parameter: str, *, dates: bool = True) -> datetime:
+    """A time option: ISO 8601 with a timezone, (when `dates`) a date meaning midnight UTC, or
+    unix milliseconds (an integer, or text of ASCII digits only). Returned in UTC; anything
+    else, or an instant outside years 0001..9999 in UTC, is a UsageError naming `parameter`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _from_unix_ms(value, str(value), parameter)
+    if not isinstance(value, str):
+        raise UsageError(f"{parameter} expects ISO 8601 text or unix milliseconds", parameter=parameter)
     text = value.strip()
+    if _DIGITS.fullmatch(text):
+        digits = text.lstrip("0") or "0"
+        return _from_unix_ms(int(digits) if len(digits) <= len(str(MAX_MS)) else MAX_MS + 1, value, parameter)
     if text.startswith("0000"):
         raise UsageError(f"{parameter} must lie within {RANGE}, got '{value}'", parameter=parameter)
     try:
@@ -93,10 +106,19 @@ def parse_time(value: str, parameter: str, *, dates: bool = True) -> datetime:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         what = "an ISO 8601 date or timestamp" if dates else "an ISO 8601 timestamp with a timezone"
-        raise UsageError(f"{parameter} expects {what}, got '{value}'", parameter=parameter) from None
+        raise UsageError(f"{parameter} expects {what} or unix milliseconds, got '{value}'",
+                         parameter=parameter) from None
     if moment.tzinfo is None:
         raise UsageError(f"{parameter} needs a timezone (Z or ±HH:MM): '{value}'", parameter=parameter)
     try:
         return to_utc(moment)
     except TimeError:
         raise UsageError(f"{parameter} must lie within {RANGE}, got '{value}'", parameter=parameter) from None
+
+
+def _from_unix_ms(milliseconds: int, written: str, parameter: str) -> datetime:
+    """Unix milliseconds as an exact instant (no float rounding), within the product's years."""
+    if not MIN_MS <= milliseconds <= MAX_MS:
+        raise UsageError(f"{parameter} must lie within {RANGE} ({MIN_MS}..{MAX_MS} in unix milliseconds), "
+                         f"got {written[:40]}", parameter=parameter)
+    return _EPOCH + timedelta(milliseconds=milliseconds)

@@ -57,20 +57,26 @@ def render_written(result: dict[str, Any], output_format: str) -> int:
 @click.argument("field")
 @click.argument("value")
 @click.option("--reason", required=True, help="Why the value is wrong (one line; it goes into the event).")
+@click.option("--allow-type-change", is_flag=True,
+              help="Accept a VALUE of another JSON type than the field's current value (a number as text, say).")
 @write_options
 @handled
-def correct(entity: str, field: str, value: str, reason: str, as_commit: bool, branch: str | None, source: str | None,
-            tenant: str | None, output_format: str) -> int:
+def correct(entity: str, field: str, value: str, reason: str, allow_type_change: bool, as_commit: bool,
+            branch: str | None, source: str | None, tenant: str | None, output_format: str) -> int:
     """Correct a field's value: a new observation that corrects the winning one.
 
-    VALUE is JSON when it parses (1350, true, null, ["a"]), else the text as written. The
-    correction has priority 1000 and names the observation that currently wins the field (at
-    the proposal branch's tip with --commit, else at HEAD).
+    VALUE is JSON when it parses (1350, true, null, ["a"]), else the text as written; write
+    '"1350"' for the text 1350. The correction has priority 1000 and names the observation that
+    currently wins the field (at the proposal branch's tip with --commit, else at HEAD). A VALUE
+    whose JSON type (string, number, boolean, array, object) differs from the current value's
+    is refused (VALIDATION_ERROR, rule type-change, exit 1) unless --allow-type-change; null,
+    which clears the field, always passes.
     """
     from ..write.new import parse_field
 
     parsed = parse_field(f"{field}={value}", "VALUE")[1]
-    result = writer(tenant).correct(entity, field, parsed, reason=reason, branch=branch, commit=as_commit, source=source)
+    result = writer(tenant).correct(entity, field, parsed, reason=reason, branch=branch, commit=as_commit, source=source,
+                                    allow_type_change=allow_type_change)
     return render_written(result, output_format)
 
 

@@ -1,5 +1,6 @@
-"""Every rule `check` applies, by name, with the code its problems carry: the one list the
-README's rule tables, the test corpus and the JSON Schema coverage are held to (tests)."""
+"""Every rule `check` applies, and the one the write path adds (`type-change`), by name, with
+the code its problems carry: the one list the README's rule tables, the test corpus and the
+JSON Schema coverage are held to (tests)."""
 
 from __future__ import annotations
 
@@ -43,4 +44,6 @@ RULES: dict[str, tuple[str, str]] = {
         "modified", "deleted", "mode-changed", "type-changed", "symlink", "submodule")},
     "comprehension-edit": (V, "immutability"),
     "git-attributes": (V, "immutability"),
+    # the write path's own: a correction keeps the field's JSON type unless its caller allows the change
+    "type-change": (V, "write"),
 }

@@ -7,6 +7,10 @@ Arguments are checked against the schema before the function runs: unknown names
 or a `branch` among them: those come from the server's configuration only), wrong types and values
 out of bounds are refused as VALIDATION_ERROR naming the argument. Strings must be Unicode
 text without NUL, numbers finite; objects and arrays nest at most MAX_NESTING levels.
+
+Every property of every schema has exactly one JSON `type`, or an `anyOf` of schemas that each
+have one (docs/design.md §8a): generic clients (the MCP Inspector, function-calling dialects
+with a single `type`) convert what a person types into the right JSON only when told which.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ..errors import UsageError
+from ..times import MAX_MS, MIN_MS, format_timestamp, parse_time
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000_000
@@ -35,6 +41,28 @@ DIRECTION = {"type": "string", "enum": ["both", "out", "in", "outbound", "inboun
              "description": "out (outbound): the entity's own relations; in (inbound): those pointing at it; both."}
 RELATIONSHIP_TYPES = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 128}, "maxItems": 64,
                       "uniqueItems": True, "description": "Only these relationship types (PART_OF, DEPENDS_ON, REFERS_TO, …)."}
+
+
+MOMENT_FORMS = "ISO 8601 (a date, or a timestamp with a timezone) or unix milliseconds (a number, or digits as text)."
+
+
+def moment(description: str) -> dict[str, Any]:
+    """A date argument: ISO 8601 text, or unix milliseconds as an integer (or as all-digit text,
+    which `times.parse_time` reads as milliseconds too)."""
+    return {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 64},
+                      {"type": "integer", "minimum": MIN_MS, "maximum": MAX_MS}],
+            "description": f"{description}: {MOMENT_FORMS}"}
+
+
+def instant(value: str | int | None, name: str) -> datetime | None:
+    """A date argument read by the one time parser, a bad one named as the tool's argument."""
+    return None if value is None else parse_time(value, name)
+
+
+def instant_text(value: str | int | None, name: str) -> str | None:
+    """A date argument as canonical ISO 8601 UTC text, for the library calls that take text."""
+    moment = instant(value, name)
+    return None if moment is None else format_timestamp(moment)
 
 
 def limit(default: int) -> dict[str, Any]:
@@ -90,7 +118,7 @@ class Tool:
         for name, spec in known.items():
             if name not in given and "default" in spec:
                 given[name] = spec["default"]
-            elif spec.get("type") == "integer" and isinstance(given.get(name), float):
+            elif isinstance(given.get(name), float) and "integer" in _types(spec) and "number" not in _types(spec):
                 given[name] = int(given[name])  # 20.0 is the integer 20 in JSON Schema
         return given
 
@@ -99,10 +127,23 @@ def _short(text: str, size: int = 80) -> str:
     return text if len(text) <= size else text[:size] + "…"
 
 
+def _types(spec: Mapping[str, Any]) -> set[str]:
+    """The JSON types a property's schema admits: its `type`, or those of its `anyOf` branches."""
+    if "anyOf" in spec:
+        return {branch["type"] for branch in spec["anyOf"]}
+    return {spec["type"]} if "type" in spec else set()
+
+
 def _describe(failure: Any) -> str:
     """jsonschema's message without echoing a long value back."""
     kind = failure.validator
     value = failure.instance
+    if kind == "anyOf":  # the branch of the value's own type says what is wrong, else the types
+        near = [f for f in failure.context if f.validator != "type"]
+        if near:
+            return _describe(near[0])
+        wanted = [branch["type"] for branch in failure.validator_value]
+        return f"expected {' or '.join(wanted)}, got {_json_type(value)}"
     if kind == "type":
         wanted = failure.validator_value
         return f"expected {wanted if isinstance(wanted, str) else ' or '.join(wanted)}, got {_json_type(value)}"

@@ -7,11 +7,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from .. import errors
 from ..errors import InputError, NotFoundError, UsageError
+from ..format.report import NOT_WRITTEN, Issue
 from ..format.vocabulary import CLASSIFICATIONS, FEEDBACK_OUTCOMES
 from ..gate.addition import RuleState
 from ..gate.graph import visible
 from ..times import format_timestamp, parse_timestamp
+from .new import DocumentRefused
 
 CORRECTION_PRIORITY = 1000
 
@@ -64,6 +67,34 @@ def correction(entity: str, field: str, value: Any, winner: str, tenant: dict[st
             stamp = after
     front["timestamp"] = format_timestamp(stamp)
     return _with_tenant(front, tenant)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of a value as a document holds it; integers and floats are both "number"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else "array" if isinstance(value, list) else "object"
+
+
+def refuse_type_change(entity: str, field: str, current: Any, value: Any) -> None:
+    """A correction keeps the field's JSON type (docs/design.md §8a, rule `type-change`): a
+    client that sends the number 333 as the text "333" is refused instead of turning a number
+    into a string for every reader. `null` clears a field and is never a type change."""
+    now, wanted = json_type(current), json_type(value)
+    if now == wanted or "null" in (now, wanted):
+        return
+    message = (f"{field} of {entity} is {_a(now)} and the correction's value is {_a(wanted)}; give {_a(now)}, "
+               "or allow the change with --allow-type-change (MCP: allow_type_change: true; Python: "
+               "allow_type_change=True)")
+    raise DocumentRefused([Issue(NOT_WRITTEN, 1, 1, errors.VALIDATION_ERROR, "type-change", message)])
+
+
+def _a(json_type_name: str) -> str:
+    return f"{'an' if json_type_name[0] in 'ao' else 'a'} {json_type_name}"
 
 
 def retraction(obs_id: str, tenant: dict[str, str], *, reason: str, source: str) -> dict[str, Any]:

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 from ...errors import UsageError
 from ...read.query import QueryRequest
 from ...read.render import render_observations
-from ...times import parse_time
-from ..registry import AT, ENTITY_ID, OFFSET, Text, limit, read_tool, text
-
-# unix milliseconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z
-MIN_MS, MAX_MS = -62135596800000, 253402300799999
-MOMENT_FORMS = "ISO 8601 (a date, or a timestamp with a timezone) or unix milliseconds."
-MOMENT = {"type": ["string", "integer"], "minimum": MIN_MS, "maximum": MAX_MS, "maxLength": 64}
-
-
-def moment(value: str | int | None, name: str) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
-    return parse_time(value, name)
+from ..registry import AT, ENTITY_ID, OFFSET, Text, instant, limit, moment, read_tool, text
 
 
 @read_tool("Query observations", {
@@ -30,8 +15,8 @@ def moment(value: str | int | None, name: str) -> datetime | None:
                  "description": "Scope ids; an observation matches when it has ANY of them."},
     "type": text("Exact event type, e.g. task.updated.", 256),
     "source": text("Source prefix, taken literally (agent: matches agent:x; _ and % are no wildcards).", 512),
-    "afterDate": dict(MOMENT, description="From this time on (inclusive): " + MOMENT_FORMS),
-    "beforeDate": dict(MOMENT, description="Before this time (exclusive): " + MOMENT_FORMS),
+    "afterDate": moment("From this time on (inclusive)"),
+    "beforeDate": moment("Before this time (exclusive)"),
     "limit": limit(50),
     "offset": OFFSET,
     "mode": {"type": "string", "enum": ["short", "full", "json"], "default": "short",
@@ -50,7 +35,7 @@ def observation_query(repo: Any, scopeIds: list[str] | None = None, type: str | 
     scopes, or `json`, the page object {observations, total, limit, offset, at_commit} (also
     as structured content). "No observations found." when nothing matches (text modes)."""
     request = QueryRequest(scopes=tuple(scopeIds or ()), type=type, source=source, entity=entity, text=text,
-                           after=moment(afterDate, "afterDate"), before=moment(beforeDate, "beforeDate"),
+                           after=instant(afterDate, "afterDate"), before=instant(beforeDate, "beforeDate"),
                            limit=limit, offset=offset)
     if request.after and request.before and request.after >= request.before:
         raise UsageError("afterDate must be earlier than beforeDate", parameter="afterDate")

@@ -26,18 +26,25 @@ def _described(function: Any) -> Any:
 @write_tool("Correct a field", {
     "entity_id": ENTITY_ID,
     "field": text("The field of the entity's snapshot to correct.", 256),
-    "value": {"description": "The right value: any JSON value (string, number, boolean, null, array, object)."},
+    "value": {"anyOf": [{"type": "string", "maxLength": MAX_VALUE}, {"type": "integer"}, {"type": "number"},
+                        {"type": "boolean"}, {"type": "null"}, {"type": "array"}, {"type": "object"}],
+              "description": "The right value, of the field's current JSON type (a number as a number, not as text); "
+                             "null clears the field."},
     "reason": REASON,
+    "allow_type_change": {"type": "boolean", "default": False,
+                          "description": "Accept a value of another JSON type than the field's current value."},
 }, required=("entity_id", "field", "value", "reason"))
 @_described
-def correct_field(repo: Any, entity_id: str, field: str, value: Any, reason: str) -> Any:
+def correct_field(repo: Any, entity_id: str, field: str, value: Any, reason: str, allow_type_change: bool = False) -> Any:
     """Correct the current value of one field of an entity: a priority-1000 observation that
     `corrects` the observation winning the field now (read at the proposal branch's tip, so a
     second correction corrects the first), in that observation's tenant, with the event
     `Correct FIELD of ENTITY: REASON`. ENTITY_NOT_FOUND / FIELD_NOT_FOUND when there is nothing
-    to correct."""
+    to correct. A value whose JSON type differs from the current value's (the text "333" over
+    the number 120) is refused, VALIDATION_ERROR with rule `type-change`, unless
+    `allow_type_change` is true; null, which clears the field, always passes."""
     bounded_json(value, "value", MAX_VALUE)
-    return repo.correct(entity_id, field, value, reason=reason)
+    return repo.correct(entity_id, field, value, reason=reason, allow_type_change=allow_type_change)
 
 
 @write_tool("Retract an observation", {"observation_id": OBSERVATION_ID, "reason": REASON},

@@ -4,27 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...times import parse_time
-from ..registry import ENTITY_ID, OFFSET, limit, read_tool, text
+from ..registry import ENTITY_ID, OFFSET, instant_text, limit, moment, read_tool, text
 
 
 @read_tool("Timeline events", {
     "entity_id": ENTITY_ID | {"description": "Only events of this entity."},
     "event_type": text("Only events of this type (InvoiceIssued, PaymentDue, an observation type …).", 256),
-    "after": text("From this time on (inclusive): ISO 8601 date or timestamp with a timezone.", 64),
-    "before": text("Before this time (exclusive).", 64),
+    "after": moment("From this time on (inclusive)"),
+    "before": moment("Before this time (exclusive)"),
     "limit": limit(1000),
     "offset": OFFSET,
 })
 def list_timeline_events(repo: Any, entity_id: str | None = None, event_type: str | None = None,
-                         after: str | None = None, before: str | None = None, limit: int = 1000, offset: int = 0) -> Any:
+                         after: str | int | None = None, before: str | int | None = None, limit: int = 1000,
+                         offset: int = 0) -> Any:
     """Events from date fields of snapshots (invoice_date → InvoiceIssued) and from each
     observation's own timestamp, newest first (`obsrepo timeline`'s JSON: {events: [{id,
     event_type, event_timestamp, entity_id, field, observation_id}], total})."""
-    for value, name in ((after, "after"), (before, "before")):
-        if value is not None:
-            parse_time(value, name)  # named as the tool's argument when it is wrong
-    return repo.timeline(entity=entity_id, event_type=event_type, after=after, before=before, limit=limit, offset=offset)
+    return repo.timeline(entity=entity_id, event_type=event_type, after=instant_text(after, "after"),
+                         before=instant_text(before, "before"), limit=limit, offset=offset)
 
 
 @read_tool("Entity history", {"entity_id": ENTITY_ID}, required=("entity_id",))
