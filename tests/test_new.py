@@ -35,7 +35,8 @@ def test_new_from_flags_writes_a_document_that_checks(repo):
     assert checked.returncode == 0, checked.stderr
 
 
-def test_same_content_twice_is_refused_and_nothing_is_written(tmp_path):
+def test_same_content_twice_is_refused_and_nothing_is_written(repo):
+    tmp_path = repo.path  # `new` writes into a git repository only
     payload = json.dumps({"source": "agent:x", "event": "task 42 done", "timestamp": "2026-03-01T00:00:00Z",
                           "scope": ["task/42"], "body": "Done."})
     first = run(tmp_path, "new", "--json", "-", input=payload)
@@ -46,7 +47,8 @@ def test_same_content_twice_is_refused_and_nothing_is_written(tmp_path):
     assert len(list(tmp_path.rglob("*.md"))) == 1
 
 
-def test_invalid_input_is_refused_with_codes_and_locations(tmp_path):
+def test_invalid_input_is_refused_with_codes_and_locations(repo):
+    tmp_path = repo.path  # `new` writes into a git repository only
     payload = json.dumps({"source": "agent x", "event": "two\nlines", "priority": "5", "fields": {"a": 1}})
     proc = run(tmp_path, "new", "--json", "-", "--format", "json", input=payload)
     assert proc.returncode == 1
@@ -56,7 +58,8 @@ def test_invalid_input_is_refused_with_codes_and_locations(tmp_path):
     assert not list(tmp_path.rglob("*.md"))
 
 
-def test_new_refuses_an_id_and_a_correction_of_nothing(tmp_path):
+def test_new_refuses_an_id_and_a_correction_of_nothing(repo):
+    tmp_path = repo.path  # `new` writes into a git repository only
     proc = run(tmp_path, "new", "--json", "-", "--format", "json",
                input=json.dumps({"id": "obs-1", "source": "a", "event": "e"}))
     assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "id"

@@ -9,13 +9,12 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from . import errors
-from .errors import GitError, ObsrepoError, UsageError
+from .errors import ObsrepoError, UsageError
 from .gitstore import Git
 from .read.query import QueryRequest
 
@@ -28,11 +27,7 @@ class Repository:
         `overlay`: whether `query` shows a running watcher's uncommitted drafts (docs/design.md §13).
         `max_classification` is the caller's ceiling (docs/design.md §14): nothing above it is read.
         `branch`: the proposal branch of writes that name none (default obsrepo/proposals)."""
-        git = Git.discover(path)
-        if git is None:
-            where = os.path.abspath(path)
-            raise GitError(f"{where} is not inside a git repository; obsrepo works on a git repository "
-                           "(run it from inside one)", cwd=where)
+        git = Git.at(path)
         self.git = git
         self.root = git.root
         from .index.store import index_path
@@ -284,7 +279,7 @@ class Repository:
         from .write.new import create
         from .write.statements import stamp_tenant
 
-        return create(self.root, stamp_tenant(front, self.tenant), body).as_dict()
+        return create(self.git, stamp_tenant(front, self.tenant), body).as_dict()
 
     def propose(self, front: dict[str, Any], body: str = "", *, branch: str | None = None,
                 tool: str = "propose") -> dict[str, Any]:
@@ -507,9 +502,10 @@ def _duckdb_error() -> type[BaseException]:
 
 
 def new_observation(path: str, front: dict[str, Any], body: str = "", *, tenant: dict[str, str] | None = None) -> Any:
-    """`Repository.new` for any folder, a git repository or not (its root when it is one)."""
+    """`Repository.new` in the repository that contains `path`, without building a Repository:
+    a `Created`. Outside a git repository it is GIT_ERROR and nothing is written (docs/design.md
+    §8a), like every other command."""
     from .write.new import create
     from .write.statements import stamp_tenant
 
-    git = Git.discover(path)
-    return create(git.root if git else path, stamp_tenant(front, tenant or {}), body)
+    return create(Git.at(path), stamp_tenant(front, tenant or {}), body)

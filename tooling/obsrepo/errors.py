@@ -5,6 +5,7 @@
     ├── NotFoundError             REF_NOT_FOUND, ENTITY_NOT_FOUND, FIELD_NOT_FOUND (exit 3)
     ├── InputError                problems found in the input (exit 1)
     └── EnvironmentFault          GIT_ERROR, INDEX_ERROR (exit 4)
+        ├── WriteFault            WRITE_ERROR: a file could not be written whole (nothing was left)
         └── QueryLimit            QUERY_TIMEOUT, QUERY_MEMORY_LIMIT: `sql` ran out of time or memory
 
 Anything else that escapes is a bug: INTERNAL_ERROR, exit 5.
@@ -27,6 +28,7 @@ CYCLE_DETECTED = "CYCLE_DETECTED"
 ENTITY_ALREADY_MERGED = "ENTITY_ALREADY_MERGED"
 INDEX_ERROR = "INDEX_ERROR"
 GIT_ERROR = "GIT_ERROR"
+WRITE_ERROR = "WRITE_ERROR"
 QUERY_TIMEOUT = "QUERY_TIMEOUT"
 QUERY_MEMORY_LIMIT = "QUERY_MEMORY_LIMIT"
 INTERNAL_ERROR = "INTERNAL_ERROR"
@@ -86,6 +88,14 @@ class GitError(EnvironmentFault):
 
 class IndexFault(EnvironmentFault):
     code = INDEX_ERROR
+
+
+class WriteFault(EnvironmentFault):
+    """A file obsrepo writes (docs/design.md §8a) could not be written: a full disk, a file-size
+    limit, a file where a folder should be, permissions. `details` name the path and the reason;
+    no partial file was left behind."""
+
+    code = WRITE_ERROR
 
 
 class QueryLimit(EnvironmentFault):

@@ -143,6 +143,17 @@ class Git:
             return None
         return Git(proc.stdout.decode().strip())
 
+    @staticmethod
+    def at(path: str) -> Git:
+        """The repository that contains `path`; outside any, GIT_ERROR (every command works on
+        a git repository: none reads or writes a plain folder)."""
+        git = Git.discover(path)
+        if git is None:
+            where = os.path.abspath(path)
+            raise GitError(f"{where} is not inside a git repository; obsrepo works on a git repository "
+                           "(run it from inside one)", cwd=where)
+        return git
+
     def is_shallow(self) -> bool:
         return self.run("rev-parse", "--is-shallow-repository").strip() == b"true"
 
@@ -377,6 +388,19 @@ class Git:
         if written != expected:
             raise GitError(f"git wrote trees {written} where {expected} were expected")
         return child_sha
+
+    def file_in_the_way(self, commit: str, path: str) -> str | None:
+        """The first folder of `path` that is not a folder at `commit` (a file, a symlink, a
+        submodule), or None: why `tree_with_file` found no place when `path` itself is free."""
+        parts = path.split("/")
+        folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        out = self.run("cat-file", "--batch-check=%(objecttype)", input="".join(f"{commit}:{f}\n" for f in folders).encode())
+        for folder, kind in zip(folders, out.decode("utf-8", "replace").splitlines()):
+            if kind.endswith(" missing"):
+                return None
+            if kind != "tree":
+                return folder
+        return None
 
     def commit_tree(self, tree: str, parent: str, message: str, env: dict[str, str] | None = None) -> str:
         """A new commit object (no ref moves): `tree` on top of `parent`."""

@@ -10,6 +10,7 @@ then the rest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -17,7 +18,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, WriteFault
+from ..files import staged
 from .query import QueryRequest, _filters
 from .scope import ReadScope
 
@@ -81,8 +83,10 @@ def _literal_path(path: str) -> str:
 
 def export(scope: ReadScope, request: QueryRequest, fmt: str, output: str | None, *,
            out: Any = None, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Write the rows to `output` (a file; for parquet a folder), or to the binary stream `out`
-    when `output` is None (parquet needs a folder). Returns {"format", "output", "count"}."""
+    """Write the rows to `output` (a file; for parquet a folder), whole or not at all (a
+    temporary file or folder beside it, renamed into place: docs/design.md §8a), or to the
+    binary stream `out` when `output` is None (parquet needs a folder). Returns {"format",
+    "output", "count"}."""
     if fmt not in FORMATS:
         raise UsageError(f"--format is one of {', '.join(FORMATS)}", parameter="--format")
     if fmt == "parquet":
@@ -94,23 +98,35 @@ def export(scope: ReadScope, request: QueryRequest, fmt: str, output: str | None
         count = _markdown(scope, request, output, out, progress)
         return {"format": fmt, "output": output, "count": count}
     sql, params = export_rows_sql(scope, request, text_columns=fmt != "parquet", partitions=fmt == "parquet")
-    options = {"csv": "FORMAT csv, HEADER true", "jsonl": "FORMAT json",
+    # USE_TMP_FILE false: the target is already a temporary file of ours (DuckDB's own would be
+    # left behind when the write fails)
+    options = {"csv": "FORMAT csv, HEADER true, USE_TMP_FILE false", "jsonl": "FORMAT json, USE_TMP_FILE false",
                "parquet": "FORMAT parquet, PARTITION_BY (year, month), COMPRESSION zstd"}[fmt]
-    target = output
-    temporary = None
-    if target is None:
-        handle, temporary = tempfile.mkstemp(suffix=f".{fmt}")
-        os.close(handle)
-        target = temporary
+    if output is not None:
+        with staged(output, folder=fmt == "parquet") as target:
+            count = _copy_to(scope, sql, target, options, params, progress, output)
+        return {"format": fmt, "output": output, "count": count}
+    handle, temporary = tempfile.mkstemp(suffix=f".{fmt}")
+    os.close(handle)
     try:
-        count = _copy(scope, f"COPY ({sql}) TO {_literal_path(target)} ({options})", params, progress)
-        if temporary is not None:
-            with open(temporary, "rb") as source:
-                shutil.copyfileobj(source, out)
+        count = _copy_to(scope, sql, temporary, options, params, progress, temporary)
+        with open(temporary, "rb") as source:
+            shutil.copyfileobj(source, out)
     finally:
-        if temporary is not None:
-            os.unlink(temporary)
+        os.unlink(temporary)
     return {"format": fmt, "output": output, "count": count}
+
+
+def _copy_to(scope: ReadScope, sql: str, target: str, options: str, params: list[Any],
+             progress: Callable[[int, int], None] | None, shown: str) -> int:
+    """COPY the rows to the file or folder `target`; DuckDB's failure to write it (a full disk,
+    a size limit) is a WRITE_ERROR naming `shown`, not an index error."""
+    import duckdb
+
+    try:
+        return _copy(scope, f"COPY ({sql}) TO {_literal_path(target)} ({options})", params, progress)
+    except duckdb.IOException as exc:
+        raise WriteFault(f"cannot write {shown}: {exc}", path=shown, reason=str(exc)) from None
 
 
 def _copy(scope: ReadScope, statement: str, params: list[Any], progress: Callable[[int, int], None] | None) -> int:
@@ -145,8 +161,10 @@ def _markdown(scope: ReadScope, request: QueryRequest, output: str | None, out: 
     total = scope.one(f"SELECT count(*) FROM ({sql})", params)[0]
     columns = ["id", "timestamp", "agent", "project", "classification", "feedback_weight", "event"]
     cursor = scope.con.execute(f"SELECT {', '.join(columns)} FROM ({sql})", params)
-    sink = open(output, "wb") if output is not None else out  # noqa: SIM115 - closed below
-    try:
+    with contextlib.ExitStack() as stack:
+        sink = out
+        if output is not None:
+            sink = stack.enter_context(open(stack.enter_context(staged(output)), "wb"))  # noqa: SIM115 - the stack closes it
         sink.write(("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n").encode())
         done = 0
         while True:
@@ -158,9 +176,6 @@ def _markdown(scope: ReadScope, request: QueryRequest, output: str | None, out: 
             done += len(batch)
             if progress:
                 progress(done, total)
-    finally:
-        if output is not None:
-            sink.close()
     return total
 
 

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InputError, NotFoundError, UsageError
+from ..files import write_replacing
 from ..format import emit
 from ..format.analyze import analyze
 from ..format.document import read_document
@@ -138,7 +139,8 @@ def type_in(front: dict[str, Any] | None) -> str:
 
 def comprehend(root: str, state: RuleState, belief: Belief, *, tenant: dict[str, str] | None = None,
                now: datetime | None = None) -> Updated:
-    """Write the next version into the work tree (`state`: the work tree's documents)."""
+    """Write the next version into the work tree (`state`: the work tree's documents): a
+    temporary file renamed over the old version, so a failure leaves the old one as it was."""
     belief.check()
     full = os.path.join(root, belief.path)
     try:
@@ -153,8 +155,7 @@ def comprehend(root: str, state: RuleState, belief: Belief, *, tenant: dict[str,
 
     updated, text = next_version(belief, data, state, tenant or {}, type_of, now)
     if text is not None:
-        with open(full, "wb") as out:
-            out.write(text)
+        write_replacing(full, text)  # the old version stays whole until the rename
     return updated
 
 

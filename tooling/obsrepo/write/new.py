@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import errors
 from ..errors import InputError, UsageError
+from ..files import write_new
 from ..format import emit
 from ..format.analyze import analyze
 from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH, read_document
@@ -97,13 +98,13 @@ def draft(front: dict[str, Any], body: str = "", now: datetime | None = None) ->
     return Draft(obs_id, path, data, digest, analysis, str(front.get("event", "")))
 
 
-def create(root: str, front: dict[str, Any], body: str = "", now: datetime | None = None) -> Created:
-    """Validate `front` + `body` exactly as `check` would, then write the file; never overwrite."""
+def create(git: Git, front: dict[str, Any], body: str = "", now: datetime | None = None) -> Created:
+    """Validate `front` + `body` exactly as `check` would, then write the file into `git`'s work
+    tree, whole or not at all (docs/design.md §8a); never overwrite."""
     made = draft(front, body, now)
     path = made.path
-    git = Git.discover(root)
     cache = AnalysisCache.open(git)
-    analyses = analyze_source(worktree(root), cache)
+    analyses = analyze_source(worktree(git.root), cache)
     cache.save()
     if path in analyses:
         raise DocumentRefused([Issue(path, 1, 1, errors.DUPLICATE_CONTENT, "duplicate-content",
@@ -113,14 +114,9 @@ def create(root: str, front: dict[str, Any], body: str = "", now: datetime | Non
     if problems:
         raise DocumentRefused(problems)
 
-    full = os.path.join(root, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    try:
-        with open(full, "xb") as handle:
-            handle.write(made.text)
-    except FileExistsError:
+    if not write_new(os.path.join(git.root, path), made.text):
         raise DocumentRefused([Issue(path, 1, 1, errors.DUPLICATE_CONTENT, "duplicate-content",
-                                     f"{path} already exists")]) from None
+                                     f"{path} already exists")])
     return Created(made.id, path, made.content_hash)
 
 

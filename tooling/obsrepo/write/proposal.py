@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import errors
-from ..errors import GitError, UsageError
+from ..errors import GitError, ObsrepoError, UsageError, WriteFault
 from ..format.report import Issue
 from ..format.rules import kind_of
 from ..gate.addition import RuleState
@@ -126,7 +126,7 @@ def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "",
         blob = blob or git.write_blob(made.text)
         tree = git.tree_with_file(start, made.path, blob)
         if tree is None:
-            raise _duplicate(made.path)
+            raise _no_place(git, start, made.path, branch)
         return tree, message
 
     published = publish(git, branch, f"obsrepo {tool}: {made.id}", build)
@@ -235,6 +235,18 @@ def _publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[st
         time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 7)))
     raise GitError(f"branch '{branch}' kept moving under other writers; gave up after {ATTEMPTS} attempts",
                    branch=branch)
+
+
+def _no_place(git: Git, start: str, path: str, branch: str) -> ObsrepoError:
+    """Why `path` has no place in `start`'s tree: a file where one of its folders should be
+    (WRITE_ERROR, naming it: never a DUPLICATE_CONTENT about a file that is not there), else
+    the file itself is there."""
+    blocker = git.file_in_the_way(start, path)
+    if blocker is None:
+        return _duplicate(path)
+    return WriteFault(f"cannot write {path} on branch '{branch}': {blocker} is a file at {start[:12]}, where a "
+                      "folder should be", path=path, reason="a file where a folder should be", blocker=blocker,
+                      branch=branch)
 
 
 def _duplicate(path: str) -> DocumentRefused:
