@@ -323,11 +323,24 @@ class Git:
         """(tip sha, path of a work tree that has it checked out) of `refs/heads/<branch>`;
         (None, None) when the branch does not exist."""
         ref = f"refs/heads/{branch}"
-        out = self.run("for-each-ref", "--format=%(objectname) %(worktreepath)", ref).decode("utf-8", "surrogateescape")
-        for line in out.splitlines():
-            sha, _, worktree = line.partition(" ")
-            return sha, worktree or None
+        out = self.run("for-each-ref", "--format=%(refname) %(objectname) %(worktreepath)", ref)
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            name, sha, worktree = line.split(" ", 2)
+            if name == ref:  # the pattern also matches the branches inside it (`pb/x` for `pb`)
+                return sha, worktree or None
         return None, None
+
+    def ref_clash(self, ref: str) -> str | None:
+        """An existing ref that keeps `ref` from ever being created: one named like a folder of it
+        (`refs/heads/pb` for `refs/heads/pb/x`) or one inside it (`refs/heads/pb/x` for
+        `refs/heads/pb`). Git keeps refs as files and folders: a name cannot be both."""
+        parts = ref.split("/")
+        folders = ["/".join(parts[:i]) for i in range(3, len(parts))]
+        out = self.run("for-each-ref", "--format=%(refname)", ref, *folders).decode("utf-8", "surrogateescape")
+        for name in out.splitlines():
+            if name in folders or name.startswith(f"{ref}/"):
+                return name
+        return None
 
     def valid_branch_name(self, branch: str) -> bool:
         if not branch or branch.startswith("-") or "\x00" in branch:
@@ -410,9 +423,11 @@ class Git:
     def update_ref(self, ref: str, new: str, old: str | None, reason: str) -> str | None:
         """Compare and swap: point `ref` at `new` only if it still points at `old` (`old` None:
         only if it does not exist yet). None when done, else git's reason (the ref moved
-        meanwhile, or another writer holds its lock)."""
+        meanwhile, or another writer holds its lock). A lock held by another git process is
+        waited for up to a second (git's own default is a tenth), so a lock still there after
+        that is most likely left behind by a process that crashed."""
         try:
-            self.run("update-ref", "-m", reason, ref, new, old or NULL_SHA)
+            self.run("-c", "core.filesRefLockTimeout=1000", "update-ref", "-m", reason, ref, new, old or NULL_SHA)
         except GitError as exc:
             return exc.message
         return None

@@ -227,6 +227,9 @@ def _publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[st
         failure = git.update_ref(f"refs/heads/{branch}", new, tip, reason)
         if failure is None:
             return start, new
+        unwritable = _never_written(git, branch, failure)
+        if unwritable is not None:
+            raise unwritable
         moved, _ = git.branch_tip(branch)
         if moved == tip and "lock" not in failure:
             raise GitError(f"cannot update branch '{branch}': {failure}", branch=branch)
@@ -235,6 +238,32 @@ def _publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[st
         time.sleep(random.uniform(0, 0.002 * 2 ** min(attempt, 7)))
     raise GitError(f"branch '{branch}' kept moving under other writers; gave up after {ATTEMPTS} attempts",
                    branch=branch)
+
+
+_LOCK_FILE = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+
+
+def _never_written(git: Git, branch: str, failure: str) -> ObsrepoError | None:
+    """Why the ref update of `branch` can never succeed however often it is tried, or None when
+    it lost to another writer (retried): a name that clashes with another branch or is too long
+    for a file name (VALIDATION_ERROR naming --branch), or a lock file that outlived git's wait
+    for it (GIT_ERROR naming the file)."""
+    ref = f"refs/heads/{branch}"
+    clash = git.ref_clash(ref)
+    if clash is not None:
+        other = clash.removeprefix("refs/heads/")
+        return UsageError(f"branch '{branch}' cannot be created next to the existing '{other}': git keeps branches as "
+                          "files and folders, so one name cannot be both a branch and a folder of branches; name "
+                          "another --branch", parameter="--branch", branch=branch, clash=other)
+    if "File name too long" in failure:
+        return UsageError(f"branch '{branch[:60]}…' ({len(branch)} characters) is too long to be a file name, as git "
+                          "keeps a branch; name a shorter --branch", parameter="--branch", branch=branch)
+    locked = _LOCK_FILE.search(failure)
+    if locked is not None and os.path.exists(locked.group(1)):
+        return GitError(f"branch '{branch}' is locked: {locked.group(1)} exists. If no git process is running in this "
+                        "repository, one that crashed left it behind: remove that file and try again",
+                        branch=branch, lock=locked.group(1))
+    return None
 
 
 def _no_place(git: Git, start: str, path: str, branch: str) -> ObsrepoError:
