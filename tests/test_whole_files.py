@@ -139,3 +139,16 @@ def test_an_export_over_the_size_limit_leaves_nothing_and_an_old_export_whole(re
     assert repo.read("out/all.csv") == "the previous export\n"
     assert repo.obsrepo("export", "--format", "csv", "--output", "out/all.csv").returncode == 0
     assert repo.read("out/all.csv").startswith("id,agent,project,timestamp")
+
+
+def test_the_diff_report_file_is_written_whole_or_is_a_write_error(repo):
+    repo.add(observation("obs-20260101-090000-0001"))
+    base = repo.commit("one")
+    repo.add(observation("obs-20260102-090000-0002"))
+    repo.commit("two")
+    repo.write("reports", "a file\n")
+    proc = repo.obsrepo("diff", base, "HEAD", "--output", "reports/diff.json")
+    assert proc.returncode == 4 and "WRITE_ERROR" in proc.stderr and "reports is a file" in proc.stderr, proc
+    proc = repo.obsrepo("diff", base, "HEAD", "--output", "out/diff.json")
+    assert proc.returncode == 0, proc
+    assert json.loads(repo.read("out/diff.json"))["valid"] is True and leftovers(repo.path / "out") == ["diff.json"]

@@ -826,8 +826,9 @@ def diff(base: str | None, head: str | None, output_format: str, output_file: st
     """
     result = _repository(index_path, tenant).diff(base, head)
     if output_file:
-        with open(output_file, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(result, ensure_ascii=False) + "\n")
+        from ..files import write_replacing
+
+        write_replacing(output_file, (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
     if output_format == "json":
         _emit_json(result)
     else:
