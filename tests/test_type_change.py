@@ -128,3 +128,13 @@ def test_time_options_take_unix_milliseconds_as_digits(based: Repo) -> None:
         assert out["error"]["details"]["parameter"] == "--after", bad
     code, out = run_json(based, "timeline", "--before", "253402300799999")  # the last millisecond of 9999
     assert code == 0, out
+
+
+def test_digits_that_read_as_a_year_or_a_date_are_refused_not_taken_for_1970(based: Repo) -> None:
+    """`--after 2026` or `--after 20260213` would otherwise mean a moment of 1970-01-01."""
+    for ambiguous in ("2026", "202602", "20260213"):
+        code, out = run_json(based, "query", "--after", ambiguous)
+        assert code == 2 and out["error"]["details"]["parameter"] == "--after", (ambiguous, out)
+        assert "2026-02-13" in out["error"]["message"]
+    code, out = run_json(based, "query", "--after", "100000000")  # 1970-01-02T03:46:40Z: nine digits are milliseconds
+    assert code == 0, out

@@ -96,6 +96,10 @@ def parse_time(value: str | int, parameter: str, *, dates: bool = True) -> datet
         raise UsageError(f"{parameter} expects ISO 8601 text or unix milliseconds", parameter=parameter)
     text = value.strip()
     if _DIGITS.fullmatch(text):
+        if len(text) in (4, 6, 8):  # YYYY, YYYYMM, YYYYMMDD: a year or a date, never meant as 1970
+            raise UsageError(f"{parameter} '{text}' reads as a year or a date and as unix milliseconds of "
+                             "1970-01-01: write the date as 2026-02-13, or give the milliseconds in full",
+                             parameter=parameter)
         digits = text.lstrip("0") or "0"
         return _from_unix_ms(int(digits) if len(digits) <= len(str(MAX_MS)) else MAX_MS + 1, value, parameter)
     if text.startswith("0000"):
