@@ -13,13 +13,17 @@
 
 Every git and obsrepo process gets the same environment: author and committer pinned, HOME
 and XDG_CONFIG_HOME in a temporary folder, no system config, and GIT_CEILING_DIRECTORIES so
-that a folder that is not a repository is never taken for part of an enclosing one.
+that a folder that is not a repository is never taken for part of an enclosing one. The test
+process itself holds no `OBSREPO_*` variable of the caller's shell either (an `OBSREPO_INDEX`
+would make in-process readers open a shared index outside the temporary folders): they are
+cleared for the whole session, so module fixtures see none, and again around every test, so
+one test's leftover cannot reach the next.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +35,23 @@ from hypothesis import settings
 settings.register_profile("repeatable", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "repeatable")
+
+
+def _clear_obsrepo_environment(mp: pytest.MonkeyPatch) -> None:
+    for key in [k for k in os.environ if k.startswith("OBSREPO_")]:
+        mp.delenv(key)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_obsrepo_environment_in_session() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        _clear_obsrepo_environment(mp)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _no_obsrepo_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_obsrepo_environment(monkeypatch)
 
 
 def repo_factory(folder: Path) -> Callable[..., Repo]:
