@@ -115,6 +115,21 @@ def test_tools_are_listed_with_closed_bounded_schemas(make_repo):
     anyio.run(scenario)
 
 
+def test_the_instructions_name_every_write_tool_the_server_lists(make_repo):
+    repo = demo(make_repo)
+
+    async def scenario() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "obsrepo", "mcp"], cwd=str(repo.path), env=repo.env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            started = await session.initialize()
+            writers = {t.name for t in (await session.list_tools()).tools if not t.annotations.read_only_hint}
+            assert writers == WRITE_TOOLS
+            named = set(started.instructions.replace(",", " ").split())
+            assert writers <= named, writers - named
+
+    anyio.run(scenario)
+
+
 def test_every_read_tool_answers_as_the_cli_does(make_repo):
     repo = demo(make_repo)
     first = repo.sha()

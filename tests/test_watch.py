@@ -373,12 +373,17 @@ def test_a_second_watcher_is_refused_and_sigterm_exits_cleanly(make_repo):
         assert f"INDEX_ERROR: another `obsrepo watch` (pid {proc.pid})" in second.stderr
 
         repo.add(_obs(2))
+        repo.write(_obs(3).path, _obs(3).replace("source: agent/test\n", ""))  # rejected: no source
         deadline = time.monotonic() + 20
-        while json.loads(repo.obsrepo("status", "--format", "json").stdout)["overlay_documents"] != 1:
-            assert time.monotonic() < deadline, "the draft never reached the overlay"
+        while True:
+            status = json.loads(repo.obsrepo("status", "--format", "json").stdout)
+            if status["overlay_documents"] == 1 and status["watcher"]["rejected_drafts"] == 1:
+                break
+            assert time.monotonic() < deadline, f"the drafts were never judged: {status}"
             time.sleep(0.05)
         text = repo.obsrepo("status").stdout
-        assert "overlay:          1 uncommitted document(s)" in text
+        assert "overlay:          1 uncommitted document; 1 draft rejected (see the watcher's output)" in text
+        assert "behind HEAD:      0 commits" in text
         assert f"watcher:          pid {proc.pid}, its last update at 20" in text and " ms)" in text
     finally:
         proc.send_signal(signal.SIGTERM)

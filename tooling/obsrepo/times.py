@@ -86,9 +86,9 @@ def parse_date_or_timestamp(value: str | datetime) -> datetime:
     return parse_timestamp(value)
 
 
-def parse_time(value: str | int, parameter: str, *, dates: bool = True) -> datetime:
-    """A time option: ISO 8601 with a timezone, (when `dates`) a date meaning midnight UTC, or
-    unix milliseconds (an integer, or text of ASCII digits only). Returned in UTC; anything
+def parse_time(value: str | int, parameter: str) -> datetime:
+    """A time option: ISO 8601 with a timezone, a date meaning midnight UTC, or unix
+    milliseconds (an integer, or text of ASCII digits only). Returned in UTC; anything
     else, or an instant outside years 0001..9999 in UTC, is a UsageError naming `parameter`."""
     if isinstance(value, int) and not isinstance(value, bool):
         return _from_unix_ms(value, str(value), parameter)
@@ -105,12 +105,11 @@ def parse_time(value: str | int, parameter: str, *, dates: bool = True) -> datet
     if text.startswith("0000"):
         raise UsageError(f"{parameter} must lie within {RANGE}, got '{value}'", parameter=parameter)
     try:
-        if len(text) == 10 and dates:
+        if len(text) == 10:
             return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        what = "an ISO 8601 date or timestamp" if dates else "an ISO 8601 timestamp with a timezone"
-        raise UsageError(f"{parameter} expects {what} or unix milliseconds, got '{value}'",
+        raise UsageError(f"{parameter} expects an ISO 8601 date or timestamp or unix milliseconds, got '{value}'",
                          parameter=parameter) from None
     if moment.tzinfo is None:
         raise UsageError(f"{parameter} needs a timezone (Z or ±HH:MM): '{value}'", parameter=parameter)

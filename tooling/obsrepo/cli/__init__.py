@@ -14,8 +14,8 @@ import click
 
 from .. import errors
 from ..errors import ObsrepoError, UsageError
-from ..format.report import NOT_WRITTEN, printable, text_line
-from ..format.vocabulary import CLASSIFICATIONS, QUERY_MODES
+from ..format.report import NOT_WRITTEN, plural, printable, text_line
+from ..format.vocabulary import CLASSIFICATIONS, DEFAULT_CLASSIFICATION, QUERY_MODES
 from ..params import binding_from, parse_binding
 
 FORMATS = click.Choice(["text", "json"])
@@ -275,7 +275,7 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 @click.option("--source", help="Who observed: agent/x, agent:x, plugin:telegram, human/alice …")
 @click.option("--event", help="One line: what was observed.")
 @click.option("--type", "type_", help="Event kind, e.g. task.updated.")
-@click.option("--timestamp", help="ISO 8601 with a timezone (default: now, UTC).")
+@click.option("--timestamp", help="ISO 8601 with a timezone, or a date meaning midnight UTC (default: now).")
 @click.option("--scope", multiple=True, help="A scope id (repeatable).")
 @click.option("--entity", help="The entity the facts are about: <type>/<key>.")
 @click.option("--field", "fields", multiple=True, metavar="KEY=VALUE",
@@ -287,7 +287,7 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 @click.option("--relation", "relations", multiple=True, metavar="TYPE=TARGET", help="e.g. PART_OF=company/acme (repeatable).")
 @click.option("--tenant", metavar="org=…,project=…", help="Ownership: org, project, agent, user.")
 @click.option("--classification", type=click.Choice(CLASSIFICATIONS),
-              help="Who may read it (default public).")
+              help=f"Who may read it (default {DEFAULT_CLASSIFICATION}).")
 @click.option("--source-ref", help="Where the observer found it: a URL, a message id, a file.")
 @click.option("--interpretation", help="How the observer read the source, in one line.")
 @click.option("--trace-ref", help="The run or trace that produced it.")
@@ -410,8 +410,10 @@ def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_
         for problem in result.problems:
             click.echo(f"warning: {problem.as_text()}", err=True)
         kind = "built" if result.full else "updated"
-        click.echo(f"index {kind} at {result.commit[:12]}: +{result.added} -{result.removed} documents, "
-                   f"{result.commits} commit{'s' if result.commits != 1 else ''}", err=True)
+        # versions, not documents: a comprehension edited in history is one document (what
+        # `check` counts in the work tree) and one version more per edit along the chain
+        click.echo(f"index {kind} at {result.commit[:12]}: {plural(result.commits, 'commit')}, "
+                   f"{plural(result.added, 'document version')} added, {result.removed} removed", err=True)
     return errors.EXIT_PROBLEMS if strict and result.problems else errors.EXIT_OK
 
 
@@ -545,13 +547,21 @@ def status(index_path: str | None, output_format: str) -> int:
     lines = [
         f"index:            {state['index']}",
         f"indexed commit:   {state['indexed_commit'] or '(none)'}" + (f"  ({state['problem']})" if state["problem"] else ""),
-        f"behind HEAD:      {state['behind'] if state['behind'] is not None else '-'} commit(s)",
+        f"behind HEAD:      {'-' if state['behind'] is None else plural(state['behind'], 'commit')}",
         f"watcher:          {_watcher_line(watcher)}",
-        f"overlay:          {state['overlay_documents']} uncommitted document(s)",
+        f"overlay:          {_overlay_line(state['overlay_documents'], watcher)}",
         f"last update:      {last.get('updated_at', '-')}" + (f" ({last['duration_ms']} ms)" if "duration_ms" in last else ""),
     ]
     click.echo("\n".join(lines))
     return errors.EXIT_OK
+
+
+def _overlay_line(documents: int, watcher: dict | None) -> str:
+    """The drafts that passed, and those the watcher rejected (they are reported on its stderr)."""
+    line = plural(documents, "uncommitted document")
+    if watcher and watcher.get("rejected_drafts"):
+        line += f"; {plural(watcher['rejected_drafts'], 'draft')} rejected (see the watcher's output)"
+    return line
 
 
 def _watcher_line(watcher: dict | None) -> str:

@@ -11,6 +11,7 @@ import html
 import json
 from typing import Any
 
+from ..format.report import plural as _plural
 from ..format.report import printable
 
 MARKDOWN_LIMIT = 60_000
@@ -27,13 +28,22 @@ def _short(value: Any) -> str:
     return text if len(text) <= VALUE_LIMIT else text[: VALUE_LIMIT - 1] + "…"
 
 
+def _escaped(text: str) -> str:
+    """Text that stays text in a Markdown table cell: HTML-escaped, one line, no column break."""
+    return html.escape(text.replace("\n", " "), quote=False).replace("|", "&#124;")
+
+
 def _code(text: str) -> str:
-    escaped = html.escape(text.replace("\n", " "), quote=False).replace("|", "&#124;")
-    return f"<code>{escaped}</code>" if text else ""
+    return f"<code>{_escaped(text)}</code>" if text else ""
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def _prose(text: str) -> str:
+    """A message of the product's own, whose `name` spans mark code: each becomes its own
+    <code> and the rest stays text (a backtick inside <code> would be shown literally)."""
+    parts = _escaped(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no span to mark, shown as the character it is
+        return _escaped(text).replace("`", "&#96;")
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
 
 
 def headline_counts(diff: dict[str, Any]) -> list[str]:
@@ -155,7 +165,7 @@ def _details(summary: str, lines: list[str]) -> str:
 def _sections(diff: dict[str, Any]) -> list[str]:
     sections = []
     if diff["problems"]:
-        rows = [f"| {_code(p['path'])}:{p['line']} | `{p['code']}` | {_code(p['message'])} | `{p['rule']}` |"
+        rows = [f"| {_code(p['path'])}:{p['line']} | `{p['code']}` | {_prose(p['message'])} | `{p['rule']}` |"
                 for p in diff["problems"]]
         sections.append("### ❌ What `check` refuses\n\n| where | code | problem | rule |\n|---|---|---|---|\n"
                         + "\n".join(rows) + "\n")

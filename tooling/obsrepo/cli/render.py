@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..format.report import Report
+from ..format.report import Report, plural
 from ..read.render import render_observations  # noqa: F401 - the query command's modes
 from ..read.render import stamp_ms as _stamp_ms
 
@@ -32,15 +32,15 @@ def render_report(report: Report, output_format: str) -> None:
         for i in issues:
             click.echo(i.as_text())
     errors = sum(1 for i in issues if i.severity == "error")
-    summary = f"checked {report.checked} document{'s' if report.checked != 1 else ''}: "
-    if not report.checked:
+    summary = f"checked {plural(report.checked, 'document')}: "
+    if not report.checked and not errors:  # a deletion is a problem without a document to read
         summary = "no documents found (observations live under observations/, beliefs under comprehension/): "
-    summary += "ok" if report.ok else f"{errors} problem{'s' if errors != 1 else ''}"
+    summary += "ok" if report.ok else plural(errors, "problem")
     click.echo(summary, err=True)
 
 
 def render_snapshot(result: dict) -> str:
-    head = f"{result['entity_id']} ({result['observation_count']} observations, last {result['last_observation_at']})"
+    head = f"{result['entity_id']} ({plural(result['observation_count'], 'observation')}, last {result['last_observation_at']})"
     if result.get("merged_from"):
         head += f" — {result['merged_from']} was merged into it"
     lines = [head]
@@ -71,7 +71,7 @@ def render_generic(result: dict) -> str:
                          for e in result["events"]) or "No events."
     lines = []
     for entity in result.get("entities", []):
-        lines.append(f"{entity['entity_id']}  ({entity['observation_count']} observations, last {entity['last_observation_at']})")
+        lines.append(f"{entity['entity_id']}  ({plural(entity['observation_count'], 'observation')}, last {entity['last_observation_at']})")
     for rel in result.get("relationships", []):
         lines.append(f"{rel['source_entity_id']} -{rel['type']}-> {rel['target_entity_id']}  ({rel['observation_id']})")
     if "observations" in result:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from .. import errors
+from ..format.report import plural
 from ..format.vocabulary import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES
 from . import _emit_json, _progress_bar, _repository, examples, handled, json_or_text, main, read_options
 from .write import branch_option, commit_option, render_written, write_options, writer
@@ -139,7 +140,7 @@ def export(output_format: str, output: str | None, at: str | None, tenant: str |
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return errors.EXIT_OK
     if output is not None:
-        click.echo(f"{result['count']} observations written to {output}", err=True)
+        click.echo(f"{plural(result['count'], 'observation')} written to {output}", err=True)
     return errors.EXIT_OK
 
 

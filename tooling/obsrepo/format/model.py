@@ -29,7 +29,7 @@ from ..times import (
     TIMESTAMP_PATTERN,
     format_timestamp,  # noqa: F401 - re-exported for the readers' convenience
 )
-from .vocabulary import CLASSIFICATIONS, CORRECTION_PRIORITY, DEFAULT_PRIORITY, FEEDBACK_OUTCOMES
+from .vocabulary import CLASSIFICATIONS, CORRECTION_PRIORITY, DEFAULT_CLASSIFICATION, DEFAULT_PRIORITY, FEEDBACK_OUTCOMES
 
 OBSERVATION_SPEC = "observation/v1"
 COMPREHENSION_SPEC = "comprehension/v1"
@@ -231,7 +231,7 @@ class Observation(_Strict):
     retracts: IdList | None = None
     relations: Annotated[list[Relation], Field(max_length=256)] | None = None
     tenant: Tenant | None = None
-    classification: Classification = "internal"
+    classification: Classification = DEFAULT_CLASSIFICATION
     source_ref: Text | None = None
     interpretation: Text | None = None
     data: Json = None

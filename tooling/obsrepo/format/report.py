@@ -23,6 +23,11 @@ def printable(text: str) -> str:
                                               else f"\\u{ord(m.group()):04x}"), text)
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """`1 observation`, `2 observations`: every count the product prints agrees with its noun."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
 def text_line(path: str, line: int, col: int, code: str, message: str, rule: str) -> str:
     return printable(f"{path}:{line}:{col} {code} {message} [{rule}]")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 # where documents live
 OBSERVATIONS_DIR = "observations/"
 COMPREHENSION_DIR = "comprehension/"
@@ -24,7 +26,7 @@ POLICIES = ("highest_priority", "last_write", "most_specific", "merge_array")
 # the classification ladder, least restrictive first; an observation without one is `internal`
 CLASSIFICATIONS = ("public", "internal", "confidential", "restricted")
 CLASSIFICATION_RANK = {name: rank for rank, name in enumerate(CLASSIFICATIONS)}
-DEFAULT_CLASSIFICATION = "internal"
+DEFAULT_CLASSIFICATION: Final = "internal"
 
 # how `query` prints observations
 QUERY_MODES = ("short", "full", "json", "jsonl")

@@ -108,8 +108,10 @@ def _apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None]
         # immutability and attributes concern the change as a whole: a deleted or renamed-away
         # path, or a .gitattributes, is never among the names pre-commit passes for documents
         report.checked += len(plan.wanted & set(analyses))
+        gone = {i.path for i in changed if i.code == errors.IMMUTABLE_VIOLATION}  # said once: deleted, not missing
         report.issues = [i for i in report.issues
-                         if i.path in plan.wanted or i.code == errors.IMMUTABLE_VIOLATION or i.rule == attributes.RULE]
+                         if (i.path in plan.wanted and not (i.rule == "file-missing" and i.path in gone))
+                         or i.code == errors.IMMUTABLE_VIOLATION or i.rule == attributes.RULE]
     return report
 
 

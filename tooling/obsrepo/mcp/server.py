@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import INTERNAL_ERROR, ObsrepoError, UsageError
@@ -26,15 +27,24 @@ from .registry import Text, Tool
 from .tools import all_tools
 
 NAME = "obsrepo"
-INSTRUCTIONS = (
-    "A git repository as a database of observations (immutable Markdown files). Query observations "
-    "(observation_query), read entity snapshots reduced from them with field provenance, relationships, "
-    "timelines and history, and check a document before proposing it (check_document). Answers reflect "
-    "the tip of the branch served, brought up to date before each call. Writing is proposing: "
-    "record_observation, correct_field, retract_observation, create_relationship and merge_entities each add "
-    "one new observation (nothing is ever edited) as one commit on the server's proposal branch, checked "
-    "first; a person merges that branch by pull request, and only then do reads show it."
-)
+
+
+def instructions(tools: Mapping[str, Tool]) -> str:
+    """What the server tells a client at the start; the write tools are named from the registry,
+    so a tool added later is never left out."""
+    writers = [name for name, tool in tools.items() if not tool.annotations["readOnlyHint"]]
+    named = ", ".join(writers[:-1]) + f" and {writers[-1]}" if len(writers) > 1 else "".join(writers)
+    return (
+        "A git repository as a database of observations (immutable Markdown files). Query observations "
+        "(observation_query), read entity snapshots reduced from them with field provenance, relationships, "
+        "timelines and history, and check a document before proposing it (check_document). Answers reflect "
+        f"the tip of the branch served, brought up to date before each call. Writing is proposing: {named} "
+        "each add one commit on the server's proposal branch, checked first: a new observation, or a "
+        "comprehension's next version (nothing is ever edited in place); a person merges that branch by pull "
+        "request, and only then do reads show it."
+    )
+
+
 log = logging.getLogger("obsrepo.mcp")
 
 
@@ -111,7 +121,7 @@ def build_server(service: Service) -> Any:
         release = version("obsrepo")
     except PackageNotFoundError:  # pragma: no cover - run from a source tree
         release = "0"
-    return Server(NAME, version=release, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(NAME, version=release, instructions=instructions(service.tools), on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def run_stdio(service: Service) -> None:

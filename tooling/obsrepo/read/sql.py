@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..errors import QUERY_MEMORY_LIMIT, QUERY_TIMEOUT, QueryLimit, UsageError
+from ..format.report import plural
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -220,7 +221,7 @@ def render(columns: list[str], rows: list[tuple], output_format: str) -> str:
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     lines = [" | ".join(c.ljust(w) for c, w in zip(columns, widths)), "-+-".join("-" * w for w in widths)]
     lines += [" | ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
-    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    lines.append(f"({plural(len(rows), 'row')})")
     return "\n".join(lines)
 
 

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from ..api import Repository
 from ..errors import ObsrepoError
-from ..format.report import Issue
+from ..format.report import Issue, plural
 from .drafts import DraftState, judge, refresh
 from .plan import DOCUMENT_ROOTS, OVERFLOW, SCHEMA_ROOT, Debouncer, Event, WatchPlan, classify
 
@@ -301,7 +301,7 @@ class Watcher:
         self._record(done)
         if self.verbose and (done.get("indexed") or plan.paths or plan.reconcile):
             where = f"at {self.indexed[:12]}" if self.indexed else "no commit yet (drafts show from the first one)"
-            self._say(f"{where}: {done.get('drafts', 0)} draft(s) in the overlay, updated in {done['duration_ms']:.0f} ms")
+            self._say(f"{where}: {plural(done.get('drafts', 0), 'draft')} in the overlay, updated in {done['duration_ms']:.0f} ms")
         return done
 
     def _changed_paths(self, old: str, new: str) -> set[str] | None:

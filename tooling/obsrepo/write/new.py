@@ -175,8 +175,9 @@ def read_text(source: str, parameter: str) -> str:
 
 
 def option_timestamp(value: str, parameter: str = "--timestamp") -> str:
-    """A `--timestamp` option in the canonical spelling (UTC, `Z`)."""
-    return format_timestamp(parse_time(value, parameter, dates=False))
+    """A `--timestamp` option, read like every time option (a date is midnight UTC), in the
+    canonical spelling (UTC, `Z`)."""
+    return format_timestamp(parse_time(value, parameter))
 
 
 class _Refused(Exception):
