@@ -6,6 +6,7 @@
     ├── InputError                problems found in the input (exit 1)
     └── EnvironmentFault          GIT_ERROR, INDEX_ERROR (exit 4)
         ├── WriteFault            WRITE_ERROR: a file could not be written whole (nothing was left)
+        ├── IndexFault            INDEX_ERROR, also a missing extra (`missing_extra`)
         └── QueryLimit            QUERY_TIMEOUT, QUERY_MEMORY_LIMIT: `sql` ran out of time or memory
 
 Anything else that escapes is a bug: INTERNAL_ERROR, exit 5.
@@ -103,3 +104,37 @@ class QueryLimit(EnvironmentFault):
     statement is not wrong, and the same one succeeds with a larger limit."""
 
     code = QUERY_TIMEOUT
+
+
+# The extras of pyproject.toml by the top-level modules each one brings beyond the gate, its
+# packages' own dependencies included, so that a half-installed extra is named too; and the
+# extras each one includes. A command run without its extra is an environment problem whose
+# message is the one install command that fixes it, never a bug (docs/design.md §8a).
+EXTRA_MODULES: dict[str, frozenset[str]] = {
+    "index": frozenset({"duckdb", "duckdb_extension_fts", "pyarrow", "adbc_driver_duckdb"}),
+    "mcp": frozenset({"mcp", "mcp_types", "anyio", "uvicorn", "h11", "starlette", "sse_starlette", "httpx2", "httpcore2",
+                      "truststore", "idna", "jsonschema", "jsonschema_specifications", "referencing", "rpds", "attr",
+                      "attrs", "jwt", "cryptography", "_cffi_backend", "multipart", "python_multipart", "opentelemetry"}),
+    "watch": frozenset({"watchdog"}),
+}
+EXTRA_INCLUDES: dict[str, frozenset[str]] = {"mcp": frozenset({"index"}), "watch": frozenset({"index"})}
+# The commands whose own extra is not `index` (every other command that loads a heavy module
+# needs the index).
+COMMAND_EXTRAS: dict[str, str] = {"mcp": "mcp", "watch": "watch"}
+
+
+def missing_extra(exc: BaseException, command: str | None = None) -> IndexFault | None:
+    """The environment error for `exc` when it is the import of an extra that is not installed:
+    it names the extra to install, the command's own when that one includes the missing
+    module's (`obsrepo mcp` without DuckDB: the `mcp` extra, which brings the index); None for
+    any other failure, which stays a bug."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    top = (name or "").split(".")[0]
+    owner = next((extra for extra, modules in EXTRA_MODULES.items() if top in modules), None)
+    if name is None or owner is None:
+        return None
+    wanted = COMMAND_EXTRAS.get(command or "", "index")
+    extra = wanted if owner == wanted or owner in EXTRA_INCLUDES.get(wanted, ()) else owner
+    install = f"pip install 'obsrepo[{extra}]'"
+    return IndexFault(f"this command needs the {extra} extra, which is not installed ({name} is missing): "
+                      f"{install} (or, from a clone, pip install '.[{extra}]')", missing=name, extra=extra, install=install)

@@ -42,8 +42,8 @@ def handled(func: Callable[..., int]) -> Callable[..., None]:
         except KeyboardInterrupt:
             code = 130
         except Exception as exc:  # a bug: still one envelope, never a traceback on screen
-            missing = _index_missing(exc)
-            if missing is not None:  # only the gate is installed: an environment problem
+            missing = errors.missing_extra(exc, click.get_current_context().command.name)
+            if missing is not None:  # an extra the command needs is not installed
                 _report_error(missing, as_json)
                 code = missing.exit_code
             else:
@@ -109,21 +109,6 @@ def _write_crash_log(exc: BaseException) -> str | None:
         except Exception:  # noqa: BLE001 - try the next place
             continue
     return None
-
-
-# What `pip install .` leaves out: the index extra (`check` and `new` never import these).
-INDEX_MODULES = frozenset({"duckdb", "duckdb_extension_fts", "pyarrow"})
-
-
-def _index_missing(exc: Exception) -> ObsrepoError | None:
-    """A command of the index run where only the gate is installed: an environment problem."""
-    if not isinstance(exc, ModuleNotFoundError) or (exc.name or "").split(".")[0] not in INDEX_MODULES:
-        return None
-    return errors.IndexFault(
-        f"this command needs the index, which is not installed ({exc.name} is missing): "
-        "pip install 'obsrepo[index]' (or, from a clone, pip install '.[index]')",
-        missing=exc.name,
-    )
 
 
 def _refuse_undecodable(kwargs: dict[str, Any]) -> None:
@@ -510,7 +495,7 @@ def watch(committed_only: bool, debounce: int, max_wait: int, quiet: bool, index
     committed; a draft that fails is reported here (path:line:col CODE message) and never hides
     a committed document. One watcher per index. Stops cleanly on Ctrl-C or SIGTERM.
     """
-    _need_watchdog()
+    _preload(*WATCH_IMPORTS, *INDEX_IMPORTS)
     from ..watch.loop import Watcher
 
     Watcher(_repository(index_path), committed_only=committed_only, quiet=debounce / 1000, max_wait=max_wait / 1000,
@@ -518,12 +503,19 @@ def watch(committed_only: bool, debounce: int, max_wait: int, quiet: bool, index
     return errors.EXIT_OK
 
 
-def _need_watchdog() -> None:
-    try:
-        import watchdog  # noqa: F401 - only to report its absence plainly
-    except ImportError:
-        raise errors.EnvironmentFault('watching needs the watch extra: pip install "obsrepo[watch]"',
-                                      code=errors.INDEX_ERROR) from None
+# What the long-running commands import before they start: a missing extra stops them at once,
+# named by `errors.missing_extra` in `handled`, rather than in the watcher's thread, on an MCP
+# client's first call, or after the watcher has said it is watching.
+INDEX_IMPORTS = ("duckdb", "duckdb_extension_fts", "pyarrow")
+WATCH_IMPORTS = ("watchdog.observers",)
+MCP_IMPORTS = ("anyio", "mcp.server.lowlevel", "mcp.server.stdio")
+
+
+def _preload(*modules: str) -> None:
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
 
 
 @main.command(epilog=examples("obsrepo status", "obsrepo status --format json"))
@@ -903,9 +895,9 @@ def mcp_command(transport: str, host: str, port: int, branch: str, watch_tree: b
     """
     from ..mcp import serve
 
+    _preload(*MCP_IMPORTS, *INDEX_IMPORTS, *(WATCH_IMPORTS if watch_tree else ()))
     watcher = None
     if watch_tree:
-        _need_watchdog()
         from ..watch.loop import Watcher
 
         watcher = Watcher(_repository(index_path, None), verbose=False)

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import INTERNAL_ERROR, ObsrepoError, UsageError
+from ..errors import INTERNAL_ERROR, ObsrepoError, UsageError, missing_extra
 from .registry import Text, Tool
 from .tools import all_tools
 
@@ -72,9 +72,8 @@ class Service:
         except ObsrepoError as exc:
             return _dumps(exc.envelope()), None, True
         except ModuleNotFoundError as exc:
-            if (exc.name or "").split(".")[0] in ("duckdb", "duckdb_extension_fts", "pyarrow"):
-                missing = ObsrepoError(f"the index is not installed ({exc.name} is missing): pip install 'obsrepo[mcp]'",
-                                       code="INDEX_ERROR", missing=exc.name)
+            missing = missing_extra(exc, "mcp")
+            if missing is not None:
                 return _dumps(missing.envelope()), None, True
             return self._internal(name, exc)
         except Exception as exc:  # a bug: one envelope, the traceback on stderr only
