@@ -1,12 +1,13 @@
 """The data-driven corpus: documents on disk, expectations beside them.
 
-    tests/cases/invalid/<name>.md  + <name>.expect.json   {"path", "issues": [{"line", "col", "code", "rule"}]}
+    tests/cases/invalid/<name>.md  + <name>.expect.json   {"path", "issues": [{"line", "col", "code", "rule", "message"?}]}
     tests/cases/valid/<name>.md    + <name>.expect.json   {"path", "issues": [], "front"?: {...}, "body"?: "..."}
     tests/cases/repo/<name>/{observations,comprehension}/… + expected.json   {"issues": [{"path", "code", "rule"}]}
 
 `path` is the repository path a single document is checked under (so file name = id rules
 apply). For single documents the issues are the EXACT set, compared as sorted
-(line, col, code, rule); `front` lists key/values the parsed front matter must hold with the
+(line, col, code, rule), and an issue's `message`, when given, is a part of what it says (a
+hint, a did-you-mean); `front` lists key/values the parsed front matter must hold with the
 same JSON types (`"0755"` stays a string, `12` an int, `1.5` a float). Repository cases run
 through the real command line, `python -m obsrepo check --format json`, in a copy of the folder
 made a git repository (`git init`, nothing committed: `check` refuses a folder outside git).
@@ -181,6 +182,10 @@ def test_invalid_case(case: Case) -> None:
         assert issue.path == case.path
         assert 1 <= issue.line <= lines and issue.col >= 1, issue
         assert issue.message and "Traceback" not in issue.message
+    said = {(i.line, i.col, i.rule): i.message for i in issues}
+    for want in case.expect["issues"]:
+        if "message" in want:
+            assert want["message"] in said[(want["line"], want["col"], want["rule"])], said
 
 
 @pytest.mark.parametrize("case", _params(VALID))

@@ -49,6 +49,7 @@ from .scalars import NUMBER as _NUMBER
 from .scalars import NUMBER_START as _NUMBER_START
 from .scalars import SPECIAL as _SPECIAL
 from .subset import read_subset
+from .syntax import describe
 
 MAX_DOCUMENT_BYTES = 1024 * 1024
 MAX_FRONT_MATTER_BYTES = 256 * 1024
@@ -236,11 +237,10 @@ class _Composer:
         except _TooDeep:
             return None
         except MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "invalid YAML"
-            rule, message = "yaml-syntax", f"invalid YAML: {problem}"
-            if "maximum nesting depth" in problem:  # libyaml's own bound (newer releases), met while scanning ahead of ours
-                rule, message = "yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels"
+            mark, message = describe(exc, self.text)
+            rule = "yaml-syntax"
+            if "maximum nesting depth" in (exc.problem or ""):  # libyaml's own bound (newer releases), met ahead of ours
+                mark, rule, message = exc.problem_mark or exc.context_mark, "yaml-too-deep", f"nesting deeper than {MAX_DEPTH} levels"
             if mark is None:
                 self.issues.append(_issue(self.path, 2, 1, rule, message))
             else:

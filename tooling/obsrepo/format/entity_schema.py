@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import errors
 from .report import Issue
+from .suggest import did_you_mean
 from .vocabulary import POLICIES
 
 _EVENT_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
@@ -30,9 +31,9 @@ def read_entity_schema(path: str, data: bytes) -> tuple[dict[str, Any] | None, l
         line, col = doc.loc(key_path)
         issues.append(Issue(path, max(line - 1, 1), col, errors.VALIDATION_ERROR, "entity-schema", message))
 
-    unknown = sorted(set(front) - {"spec", "type", "fields", "temporal_fields"})
-    for key in unknown:
-        bad((key,), f"unknown key '{key}'")
+    known = ("spec", "type", "fields", "temporal_fields")
+    for key in sorted(set(front) - set(known)):
+        bad((key,), f"unknown key '{key}'{did_you_mean(key, known)}")
     if front.get("spec") != "entity-schema/v1":
         bad(("spec",), "spec must be entity-schema/v1")
     expected = posixpath.basename(path).rsplit(".", 1)[0]

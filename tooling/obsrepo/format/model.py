@@ -331,6 +331,27 @@ def split_extensions(front: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     return core, {k: v for k, v in front.items() if k.startswith("x-")}
 
 
+def keys_at(model: type[BaseModel], path: tuple) -> tuple[str, ...]:
+    """The keys the mapping at `path` inside `model` may hold, list indexes stepped over (an
+    unknown key's neighbours, for a did-you-mean); () where the mapping is free (`fields`, `data`)."""
+    for step in path:
+        if isinstance(step, int):
+            continue
+        field = model.model_fields.get(step)
+        inner = _model_in(field.annotation) if field is not None else None
+        if inner is None:
+            return ()
+        model = inner
+    return tuple(model.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field's type holds (`Tenant | None`, `list[Relation]`), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((found for arg in get_args(annotation) if (found := _model_in(arg)) is not None), None)
+
+
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .. import errors
 from .report import Issue
+from .suggest import did_you_mean
 from .vocabulary import CLASSIFICATIONS
 
 RULE = "retention-policy"
@@ -47,7 +48,7 @@ def read_retention(path: str, data: bytes) -> tuple[list[Policy] | None, list[Is
         issues.append(Issue(path, max(line - 1, 1), col, errors.VALIDATION_ERROR, RULE, message))
 
     for key in sorted(set(front) - {"spec", "policies"}):
-        bad((key,), f"unknown key '{key}'")
+        bad((key,), f"unknown key '{key}'{did_you_mean(key, ('spec', 'policies'))}")
     if front.get("spec") != "retention/v1":
         bad(("spec",), "spec must be retention/v1")
     items = front.get("policies", [])
@@ -61,7 +62,8 @@ def read_retention(path: str, data: bytes) -> tuple[list[Policy] | None, list[Is
             bad(where, "each policy is a mapping {type?, classification?, ttl: <days>d}")
             continue
         for key in sorted(set(item) - {"type", "classification", "ttl"}):
-            bad((*where, key), f"unknown key '{key}' in a policy (type, classification, ttl)")
+            bad((*where, key), f"unknown key '{key}' in a policy (type, classification, ttl)"
+                               f"{did_you_mean(key, ('type', 'classification', 'ttl'))}")
         kind, level, ttl = item.get("type"), item.get("classification"), item.get("ttl")
         if kind is None and level is None:
             bad(where, "a policy names a type, a classification or both")

@@ -19,10 +19,12 @@ from .model import (
     Comprehension,
     Observation,
     format_timestamp,
+    keys_at,
     split_extensions,
 )
 from .report import Issue
 from .rules import Analysis, content_hash, kind_of
+from .suggest import did_you_mean
 from .vocabulary import CLASSIFICATION_RANK, CORRECTION_PRIORITY, DEFAULT_CLASSIFICATION, DEFAULT_PRIORITY
 
 # pydantic's own error types → our stable rule names
@@ -76,7 +78,7 @@ def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool
     try:
         model = model_cls.model_validate(core)
     except ValidationError as exc:
-        result.issues.extend(_schema_issues(doc, exc))
+        result.issues.extend(_schema_issues(doc, exc, model_cls))
         return result
     if result.issues:
         return result
@@ -209,7 +211,7 @@ _RULE_KEYS = {
 }
 
 
-def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
+def _schema_issues(doc: Document, exc: ValidationError, model_cls: type[Observation] | type[Comprehension]) -> list[Issue]:
     issues = []
     for err in exc.errors(include_url=False):
         kind = err["type"]
@@ -221,7 +223,8 @@ def _schema_issues(doc: Document, exc: ValidationError) -> list[Issue]:
         if kind == "extra_forbidden" and not str(loc[-1]).strip():
             message = "an empty key is not allowed"
         elif kind == "extra_forbidden":
-            message = f"unknown key '{where}' (extensions must start with 'x-')"
+            near = did_you_mean(str(loc[-1]), keys_at(model_cls, loc[:-1]))
+            message = f"unknown key '{where}'{near} (extensions must start with 'x-')"
         elif kind == "missing":
             message = f"required key '{where}' is missing"
         elif kind in ("string_too_long", "too_long") and isinstance(err.get("input"), str):
