@@ -39,25 +39,7 @@ def test_one_added_document_is_judged_as_the_full_repository_rules_judge_it(spec
     accepted: dict = {}
     state = RuleState()
     for n, spec in enumerate(specs, 1):
-        ids = [a.facts["id"] for a in accepted.values()]
-        front = {"entity": spec["entity"], "fields": {"n": 1}}
-        if TENANTS[spec["tenant"]]:
-            front["tenant"] = TENANTS[spec["tenant"]]
-        if spec["relations"]:
-            front["relations"] = [{"type": t, "target": target} for t, target in spec["relations"]]
-        if spec["retracts"] and ids:
-            front["retracts"] = [ids[spec["retracts"][0] % len(ids)]]
-        if spec["corrects"] and ids:
-            front["corrects"] = [ids[spec["corrects"][0] % len(ids)]]
-            front["priority"] = 1000
-        if spec["feedback"] and ids:  # feedback and reclassify targets: visible / same tenant
-            front["feedback"] = {"target": ids[spec["feedback"][0] % len(ids)], "outcome": "misleading"}
-        if spec["reclassify"] and ids:
-            front["reclassify"] = {"targets": sorted({ids[i % len(ids)] for i in spec["reclassify"]}),
-                                   "classification": "restricted"}
-        doc = observation(f"obs-20260213-1025{spec['second']:02d}-{n:04d}", event=spec["event"] or f"event {n}",
-                          body="", **front)
-        analysis = analyze(doc.path, doc.encode())
+        doc, analysis = _document(n, spec, [a.facts["id"] for a in accepted.values()])
         if analysis.facts is None:  # a shape the per-document rules refuse: not this property's concern
             continue
         full = graph.repository_rules({**accepted, doc.path: analysis}, added={doc.path})
@@ -66,6 +48,51 @@ def test_one_added_document_is_judged_as_the_full_repository_rules_judge_it(spec
         if not full:
             accepted[doc.path] = analysis
             state.add(doc.path, analysis.facts)
+
+
+@settings(max_examples=int(os.environ.get("OBSREPO_TEST_RULE_EXAMPLES", "400")), deadline=None)
+@given(st.lists(document, min_size=1, max_size=14))
+def test_a_bound_writer_is_judged_as_the_full_rules_judge_what_its_tenant_sees(specs) -> None:
+    """Other tenants' documents enter the tree unjudged (whatever they clash with): the state of
+    a writer bound to org=x answers as the full rules over the documents org=x can see."""
+    binding = {"org": "x"}
+    tree: dict = {}
+    state = RuleState(binding)
+    for n, spec in enumerate(specs, 1):
+        doc, analysis = _document(n, spec, [a.facts["id"] for a in tree.values()])
+        if analysis.facts is None:
+            continue
+        if graph.in_sight(analysis.facts, binding):
+            full = graph.repository_rules({**graph.in_view(tree, binding), doc.path: analysis}, added={doc.path})
+            mine = state.problems(doc.path, analysis.facts)
+            assert bool(full) == bool(mine), (full, mine)
+            if full:
+                continue
+        tree[doc.path] = analysis
+        state.add(doc.path, analysis.facts)
+        assert state.taken(analysis.facts["id"], "elsewhere") and state.taken("obs-x", doc.path)
+
+
+def _document(n: int, spec: dict, ids: list[str]) -> tuple:
+    """The `n`-th document of `spec`, naming earlier documents among `ids`, and its analysis."""
+    front = {"entity": spec["entity"], "fields": {"n": 1}}
+    if TENANTS[spec["tenant"]]:
+        front["tenant"] = TENANTS[spec["tenant"]]
+    if spec["relations"]:
+        front["relations"] = [{"type": t, "target": target} for t, target in spec["relations"]]
+    if spec["retracts"] and ids:
+        front["retracts"] = [ids[spec["retracts"][0] % len(ids)]]
+    if spec["corrects"] and ids:
+        front["corrects"] = [ids[spec["corrects"][0] % len(ids)]]
+        front["priority"] = 1000
+    if spec["feedback"] and ids:  # feedback and reclassify targets: visible / same tenant
+        front["feedback"] = {"target": ids[spec["feedback"][0] % len(ids)], "outcome": "misleading"}
+    if spec["reclassify"] and ids:
+        front["reclassify"] = {"targets": sorted({ids[i % len(ids)] for i in spec["reclassify"]}),
+                               "classification": "restricted"}
+    doc = observation(f"obs-20260213-1025{spec['second']:02d}-{n:04d}", event=spec["event"] or f"event {n}",
+                      body="", **front)
+    return doc, analyze(doc.path, doc.encode())
 
 
 # --- through git --------------------------------------------------------------------------------

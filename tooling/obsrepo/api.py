@@ -279,7 +279,7 @@ class Repository:
         from .write.new import create
         from .write.statements import stamp_tenant
 
-        return create(self.git, stamp_tenant(front, self.tenant), body).as_dict()
+        return create(self.git, stamp_tenant(front, self.tenant), body, binding=self.tenant).as_dict()
 
     def propose(self, front: dict[str, Any], body: str = "", *, branch: str | None = None,
                 tool: str = "propose") -> dict[str, Any]:
@@ -356,7 +356,7 @@ class Repository:
         if self._states is None:
             from .write.proposal import TreeStates
 
-            self._states = TreeStates(self.git)
+            self._states = TreeStates(self.git, self.tenant)
         return self._states
 
     def _statement_base(self, branch: str | None, commit: bool) -> str:
@@ -376,7 +376,8 @@ class Repository:
 
     def _documents(self, at: str, commit: bool) -> Any:
         """The rule state of the documents a statement may name: the commit's tree, or, for the
-        work tree, every document in it, committed or not."""
+        work tree, every document in it, committed or not; a bound writer's, the documents its
+        tenant can see (docs/design.md §8a)."""
         if commit:
             return self._tree_states().at(at)
         from .gate.addition import RuleState
@@ -387,7 +388,7 @@ class Repository:
         cache = AnalysisCache.open(self.git)
         analyses = analyze_source(worktree(self.root), cache)
         cache.save()
-        return RuleState.of(analyses)
+        return RuleState.of(analyses, self.tenant)
 
     def _source(self) -> str:
         from .write.proposal import default_source
@@ -508,4 +509,4 @@ def new_observation(path: str, front: dict[str, Any], body: str = "", *, tenant:
     from .write.new import create
     from .write.statements import stamp_tenant
 
-    return create(Git.at(path), stamp_tenant(front, tenant or {}), body)
+    return create(Git.at(path), stamp_tenant(front, tenant or {}), body, binding=tenant)

@@ -270,7 +270,8 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 @click.option("--corrects", multiple=True, metavar="ID", help="The observation this one corrects (repeatable; priority 1000).")
 @click.option("--retracts", multiple=True, metavar="ID", help="The observation this one withdraws (repeatable).")
 @click.option("--relation", "relations", multiple=True, metavar="TYPE=TARGET", help="e.g. PART_OF=company/acme (repeatable).")
-@click.option("--tenant", metavar="org=…,project=…", help="Ownership: org, project, agent, user.")
+@click.option("--tenant", metavar="org=…,project=…",
+              help="Ownership: org, project, agent, user; the write is judged on what this tenant can see.")
 @click.option("--classification", type=click.Choice(CLASSIFICATIONS),
               help=f"Who may read it (default {DEFAULT_CLASSIFICATION}).")
 @click.option("--source-ref", help="Where the observer found it: a URL, a message id, a file.")
@@ -302,14 +303,16 @@ def new(json_input: str | None, output_format: str, as_commit: bool, branch: str
         front, body = _front_from_flags(options)
         if body == "-":
             body = read_text("-", "--body")
+    writer = front["tenant"] if options["tenant"] and json_input is None else None  # --tenant binds the writer
     if as_commit:
         from ..api import Repository
         from .write import render_written
 
-        return render_written(Repository(os.getcwd()).propose(front, body, branch=branch, tool="new"), output_format)
+        written = Repository(os.getcwd(), tenant=writer).propose(front, body, branch=branch, tool="new")
+        return render_written(written, output_format)
     if branch is not None:
         raise UsageError("--branch names the proposal branch of --commit", parameter="--branch")
-    created = new_observation(os.getcwd(), front, body)
+    created = new_observation(os.getcwd(), front, body, tenant=writer)
     if output_format == "json":
         _emit_json(created.as_dict())
     else:

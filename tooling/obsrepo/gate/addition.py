@@ -8,6 +8,11 @@ rules, `problems(path, facts)` is empty exactly when the full rules pass on the 
 document added (a property test holds it to `repository_rules`). Where the tree already has
 problems of its own, the answer is at least as strict: a write inside an existing relation
 cycle is refused, even when the full rules would report that cycle at another document.
+
+A state made for a writer bound to a tenant keeps the facts of the documents that tenant can
+see, and only the paths and ids of the others (docs/design.md §8a): its answers are the full
+rules over what the writer sees, so none of them tells of another tenant's documents; ids
+and paths are global, so a writer can still keep clear of them (`taken`).
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from typing import Any
 from .. import errors
 from ..format.report import Issue
 from ..format.rules import ACYCLIC_RELATIONS, Analysis
+from .graph import in_sight, stewardship_targets, visible
 from .graph import loc as _loc
-from .graph import stewardship_targets, visible
 
 Facts = dict[str, Any]
 GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
@@ -28,8 +33,10 @@ GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
 class RuleState:
     """What the repository rules know of a tree's observations, kept up to date one file at a time."""
 
-    def __init__(self) -> None:
-        self.paths: set[str] = set()
+    def __init__(self, binding: dict[str, str] | None = None) -> None:
+        self.binding = dict(binding or {})
+        self.paths: set[str] = set()  # every document's path, in view or not
+        self.ids: set[str] = set()  # every valid document's id, in view or not
         self.by_id: dict[str, Facts] = {}
         self.hashes: dict[str, str] = {}  # content hash → path
         self.retract_targets: set[str] = set()  # every id any observation retracts (resolved or not)
@@ -42,17 +49,21 @@ class RuleState:
         self.pointing_at: dict[str, set[str]] = {}
 
     @classmethod
-    def of(cls, analyses: dict[str, Analysis]) -> RuleState:
-        state = cls()
+    def of(cls, analyses: dict[str, Analysis], binding: dict[str, str] | None = None) -> RuleState:
+        state = cls(binding)
         for path in sorted(analyses):
             state.add(path, analyses[path].facts)
         return state
 
     # -- keeping the state --------------------------------------------------------------------
     def add(self, path: str, facts: Facts | None) -> None:
-        """Record a document of the tree (invalid ones only take their path)."""
+        """Record a document of the tree (invalid ones only take their path; those out of the
+        binding's sight their path and id)."""
         self.paths.add(path)
-        if facts is None or facts["kind"] != "observation":
+        if facts is None:
+            return
+        self.ids.add(facts["id"])
+        if facts["kind"] != "observation" or not in_sight(facts, self.binding):
             return
         self.by_id.setdefault(facts["id"], facts)
         self.hashes.setdefault(facts["hash"], path)
@@ -87,6 +98,10 @@ class RuleState:
                     del targets[target]
 
     # -- asking -------------------------------------------------------------------------------
+    def taken(self, doc_id: str, path: str) -> bool:
+        """Whether a document of the tree, in view or not, already holds this id or path."""
+        return doc_id in self.ids or path in self.paths
+
     def problems(self, path: str, facts: Facts) -> list[Issue]:
         """What the repository rules would report once `facts` (a valid observation at `path`,
         a path not in the tree) is added."""

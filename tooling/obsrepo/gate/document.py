@@ -51,11 +51,6 @@ def document_path(data: bytes) -> str:
     return f"observations/{moment.year:04d}/{moment:%m/%d}/{name}.md"
 
 
-def _visible(analysis: Analysis, binding: dict[str, str]) -> bool:
-    facts = analysis.facts
-    return facts is not None and graph.visible(facts.get("tenant") or {}, binding)
-
-
 def check_text(git: Git, commit: str | None, data: bytes, binding: dict[str, str] | None = None) -> Report:
     """`check`'s report for one document added at `commit` (None: a repository without commits)."""
     path = document_path(data)
@@ -71,10 +66,9 @@ def check_text(git: Git, commit: str | None, data: bytes, binding: dict[str, str
         analyses = analyze_source(source, cache)
         cache.save()
         existing_blob = next((item.sha for item in source.listed if item.path == path), None)
-    if binding:
-        analyses = {p: a for p, a in analyses.items() if _visible(a, binding)}
-        if path not in analyses:
-            existing_blob = None
+    analyses = graph.in_view(analyses, binding or {})
+    if binding and path not in analyses:
+        existing_blob = None  # another tenant's document at this path reads as no document
     before = analyses.get(path)
     if existing_blob is not None and existing_blob != blob_sha(data):
         report.issues.extend(_changed(path, before, analysis))

@@ -22,6 +22,21 @@ def visible(tenant: dict[str, str], binding: dict[str, str]) -> bool:
     return all(tenant.get(key) == value for key, value in binding.items())
 
 
+def in_sight(facts: Facts | None, binding: dict[str, str]) -> bool:
+    """Whether the rules a writer or checker bound to `binding` applies count this document
+    (docs/design.md §8a): unbound, every one; bound, the valid documents its tenant can see."""
+    return not binding or (facts is not None and visible(facts.get("tenant") or {}, binding))
+
+
+def in_view(analyses: dict[str, Analysis], binding: dict[str, str]) -> dict[str, Analysis]:
+    """The documents `binding`'s repository rules are applied to: a bound writer is judged on
+    what its tenant can see, so no refusal reveals another tenant's documents; CI's unbound
+    check judges them all."""
+    if not binding:
+        return analyses
+    return {path: analysis for path, analysis in analyses.items() if in_sight(analysis.facts, binding)}
+
+
 def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = None) -> list[Issue]:
     observations: list[tuple[str, Facts]] = []
     comprehensions: list[tuple[str, Facts]] = []

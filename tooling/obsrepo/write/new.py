@@ -7,6 +7,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -62,9 +63,16 @@ class Draft:
     event: str
 
 
-def draft(front: dict[str, Any], body: str = "", now: datetime | None = None) -> Draft:
+Taken = Callable[[str, str], bool]  # (id, path) → whether a document already holds either
+
+
+def draft(front: dict[str, Any], body: str = "", now: datetime | None = None, taken: Taken | None = None) -> Draft:
     """Build the document `new` writes from `front` + `body` and apply the per-document rules:
-    the id and path come from the UTC timestamp (now when not given) and the content hash."""
+    the id and path come from the UTC timestamp (now when not given) and the content hash.
+    Ids are global, but a writer bound to a tenant must not learn of another tenant's
+    documents (docs/design.md §8a): when `taken` says a document holds the id `obs-<time>-<hash>`
+    or its path, the id is `obs-<time>-<hash>-2` (then -3, …), whoever that document belongs to.
+    A document of the same content is not avoided this way: the rules refuse it as a duplicate."""
     front = dict(front)
     if front.get("spec", OBSERVATION_SPEC) != OBSERVATION_SPEC:
         raise InputError(f"spec must be {OBSERVATION_SPEC}", parameter="spec")
@@ -89,8 +97,8 @@ def draft(front: dict[str, Any], body: str = "", now: datetime | None = None) ->
     stamp = parse_timestamp(read_back.front["timestamp"]) if isinstance(read_back.front.get("timestamp"), str) else None
     if stamp is None:
         raise InputError("timestamp must be an ISO 8601 string", parameter="timestamp")
-    obs_id = f"obs-{stamp.year:04d}{stamp:%m%d-%H%M%S}-{digest[:8]}"
-    path = f"observations/{stamp.year:04d}/{stamp:%m/%d}/{obs_id}.md"
+    obs_id, path = _free_name(f"obs-{stamp.year:04d}{stamp:%m%d-%H%M%S}-{digest[:8]}",
+                              f"observations/{stamp.year:04d}/{stamp:%m/%d}", taken)
     data = emit.document({"spec": OBSERVATION_SPEC, "id": obs_id, **front}, body).encode("utf-8")
     analysis = analyze(path, data)
     if analysis.issues:
@@ -98,18 +106,30 @@ def draft(front: dict[str, Any], body: str = "", now: datetime | None = None) ->
     return Draft(obs_id, path, data, digest, analysis, str(front.get("event", "")))
 
 
-def create(git: Git, front: dict[str, Any], body: str = "", now: datetime | None = None) -> Created:
+def _free_name(name: str, folder: str, taken: Taken | None) -> tuple[str, str]:
+    """The first of `name`, `name-2`, `name-3`, … that no document holds, and its path."""
+    obs_id, number = name, 1
+    while taken is not None and taken(obs_id, f"{folder}/{obs_id}.md"):
+        number += 1
+        obs_id = f"{name}-{number}"
+    return obs_id, f"{folder}/{obs_id}.md"
+
+
+def create(git: Git, front: dict[str, Any], body: str = "", now: datetime | None = None,
+           binding: dict[str, str] | None = None) -> Created:
     """Validate `front` + `body` exactly as `check` would, then write the file into `git`'s work
-    tree, whole or not at all (docs/design.md §8a); never overwrite."""
+    tree, whole or not at all (docs/design.md §8a); never overwrite. A writer bound to a tenant
+    is judged on the documents that tenant can see (docs/design.md §8a)."""
+    now = now or datetime.now(timezone.utc)
     made = draft(front, body, now)
-    path = made.path
     cache = AnalysisCache.open(git)
     analyses = analyze_source(worktree(git.root), cache)
     cache.save()
-    if path in analyses:
-        raise DocumentRefused([Issue(path, 1, 1, errors.DUPLICATE_CONTENT, "duplicate-content",
-                                     f"the same content is already recorded in {path}")])
-    analyses[path] = made.analysis
+    ids = {a.facts["id"] for a in analyses.values() if a.facts is not None}
+    if made.id in ids or made.path in analyses:  # ids are global: keep clear of every tenant's
+        made = draft(front, body, now, lambda doc_id, path: doc_id in ids or path in analyses)
+    path = made.path
+    analyses = {**graph.in_view(analyses, binding or {}), path: made.analysis}
     problems = [i for i in graph.repository_rules(analyses, added={path}) if i.path == path]
     if problems:
         raise DocumentRefused(problems)

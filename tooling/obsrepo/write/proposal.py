@@ -24,7 +24,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from .. import errors
@@ -56,13 +56,15 @@ class Proposed:
 
 
 class TreeStates:
-    """The rule state of the last tree written on, moved along commit by commit (one per process
-    and repository: the `Repository` object keeps it)."""
+    """The rule state of the last tree written on, moved along commit by commit (one per process,
+    repository and binding: the `Repository` object keeps it). A writer bound to a tenant is
+    judged on the documents that tenant can see (docs/design.md §8a)."""
 
-    def __init__(self, git: Git) -> None:
+    def __init__(self, git: Git, binding: dict[str, str] | None = None) -> None:
         self.git = git
+        self.binding = dict(binding or {})
         self.tip: str | None = None
-        self.state = RuleState()
+        self.state = RuleState(self.binding)
 
     def at(self, tip: str) -> RuleState:
         if self.tip == tip:
@@ -72,7 +74,7 @@ class TreeStates:
         cache = AnalysisCache.open(self.git)
         analyses = analyze_source(commit(self.git, tip), cache)
         cache.save()
-        self.state = RuleState.of(analyses)
+        self.state = RuleState.of(analyses, self.binding)
         self.tip = tip
         return self.state
 
@@ -111,15 +113,15 @@ def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "",
             tool: str = "propose", now: datetime | None = None) -> Proposed:
     """Write the observation `new` would write as one commit on `branch`; refused writes change nothing."""
     branch = branch_name(git, branch)
+    now = now or datetime.now(timezone.utc)  # the same timestamp on every attempt
     made = draft(front, body, now)
-    message = f"{made.event}\n\nObsrepo-Tool: {tool}\nObsrepo-Observation: {made.id}\n"
     blob: str | None = None
 
     def build(start: str) -> tuple[str, str]:
-        nonlocal blob
+        nonlocal made, blob
         state = states.at(start)
-        if made.path in state.paths:
-            raise _duplicate(made.path)
+        if state.taken(made.id, made.path):  # ids are global: keep clear of every tenant's
+            made, blob = draft(front, body, now, state.taken), None
         problems = state.problems(made.path, made.analysis.facts or {})
         if problems:
             raise DocumentRefused(problems)
@@ -127,9 +129,9 @@ def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "",
         tree = git.tree_with_file(start, made.path, blob)
         if tree is None:
             raise _no_place(git, start, made.path, branch)
-        return tree, message
+        return tree, f"{made.event}\n\nObsrepo-Tool: {tool}\nObsrepo-Observation: {made.id}\n"
 
-    published = publish(git, branch, f"obsrepo {tool}: {made.id}", build)
+    published = publish(git, branch, lambda: f"obsrepo {tool}: {made.id}", build)
     assert published is not None
     parent, new = published
     states.added(parent, new, made)
@@ -174,11 +176,13 @@ def branch_name(git: Git, branch: str | None) -> str:
     return branch
 
 
-def publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[str, str] | None]) -> tuple[str, str] | None:
+def publish(git: Git, branch: str, reason: str | Callable[[], str],
+            build: Callable[[str], tuple[str, str] | None]) -> tuple[str, str] | None:
     """Commit the tree `build(start)` makes from the branch's tip (HEAD when the branch does not
     exist yet) and move the branch there with a compare-and-swap; when another writer moved it
     first, build again on its tip. `build` returns (tree, commit message), or None when there is
-    nothing to write. Returns (parent, new commit), or None when nothing was written."""
+    nothing to write. `reason`, the reflog's line, may be a function of what `build` made.
+    Returns (parent, new commit), or None when nothing was written."""
     identity = author_env()
     with _writers_queue(git):
         return _publish(git, branch, reason, build, identity)
@@ -211,7 +215,7 @@ def _writers_queue(git: Git) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[str, str] | None],
+def _publish(git: Git, branch: str, reason: str | Callable[[], str], build: Callable[[str], tuple[str, str] | None],
              identity: dict[str, str]) -> tuple[str, str] | None:
     for attempt in range(ATTEMPTS):
         tip, checked_out = git.branch_tip(branch)
@@ -224,7 +228,7 @@ def _publish(git: Git, branch: str, reason: str, build: Callable[[str], tuple[st
         if built is None:
             return None
         new = _commit(git, built[0], start, built[1], identity)
-        failure = git.update_ref(f"refs/heads/{branch}", new, tip, reason)
+        failure = git.update_ref(f"refs/heads/{branch}", new, tip, reason() if callable(reason) else reason)
         if failure is None:
             return start, new
         unwritable = _never_written(git, branch, failure)

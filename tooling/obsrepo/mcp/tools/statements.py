@@ -14,7 +14,8 @@ REASON = text("Why, in one line (it goes into the new observation's event).", 10
 WHERE = ("as one new commit on the server's proposal branch (`obsrepo mcp --branch`, default obsrepo/proposals); "
          "its source is the server's git user (`human/<git user name>`, or the name of OBSREPO_AUTHOR), as "
          "on the command line; a tenant-bound server's statements carry its tenant. Refused when it would "
-         "break a repository rule; a refused write changes nothing. Answers with {id, path, content_hash, "
+         "break a repository rule (of a tenant-bound server: among the documents its tenant can see); a "
+         "refused write changes nothing. Answers with {id, path, content_hash, "
          "commit, branch}.")
 
 
