@@ -49,7 +49,7 @@ def add_commit(repo: str, n: int, serial: int) -> None:
 def in_process(repo: str, reps: int) -> dict[str, float]:
     from obsrepo.gitstore import Git
     from obsrepo.index import IndexFiles, open_reader
-    from obsrepo.index.store import index_path
+    from obsrepo.index.paths import index_path
     from obsrepo.read.query import QueryRequest, parse_time, run_query
     from obsrepo.read.scope import ReadScope
 

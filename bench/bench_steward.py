@@ -62,7 +62,7 @@ def text_queries(repo: str, reps: int) -> tuple[float, float]:
     """Median seconds of one `--text` query weighted and unweighted (alternated, limit 20)."""
     from obsrepo.gitstore import Git
     from obsrepo.index import IndexFiles, open_reader
-    from obsrepo.index.store import index_path
+    from obsrepo.index.paths import index_path
     from obsrepo.read.query import QueryRequest, run_query
     from obsrepo.read.scope import ReadScope
 

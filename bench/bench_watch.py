@@ -77,7 +77,7 @@ def pct(values: list[float], q: float) -> float:
 
 def apply_in_process(repo: str, reps: int) -> list[float]:
     from obsrepo import Repository
-    from obsrepo.index.store import IndexFiles
+    from obsrepo.index.writer import IndexFiles
     from obsrepo.watch.loop import Watcher
     from obsrepo.watch.plan import WatchPlan
 

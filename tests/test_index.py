@@ -1031,7 +1031,7 @@ def test_a_replaced_generation_is_freed_off_the_writers_path_and_never_left_behi
     """Publishing links the old generation to a second name, renames the new one over it and
     removes that name on a thread; a process that died before removing it leaves a name the
     next writer sweeps away. A reader holding the old generation keeps reading it."""
-    from obsrepo.index.store import wait_for_freeing
+    from obsrepo.index.generations import wait_for_freeing
 
     repo, api, index = indexed_a
     reader = duckdb.connect(str(index), read_only=True)

@@ -104,8 +104,8 @@ def test_any_order_gives_byte_identical_json(observations, rnd, policy):
 
 def _sql_snapshots(observations, policies):
     import duckdb
+    from obsrepo.index.engine import load_fts  # noqa: F401 - same DuckDB build as the index
     from obsrepo.index.sqlreduce import reduce_all
-    from obsrepo.index.store import load_fts  # noqa: F401 - same DuckDB build as the index
 
     con = duckdb.connect()
     con.execute("CREATE TABLE c (id VARCHAR, entity VARCHAR, priority INTEGER, specificity DOUBLE, epoch BIGINT, "

@@ -51,7 +51,7 @@ def two_tenants(make_repo):
 def _scope(repo, at, tenant):
     from obsrepo.gitstore import Git
     from obsrepo.index import IndexFiles, open_reader
-    from obsrepo.index.store import index_path
+    from obsrepo.index.paths import index_path
     from obsrepo.read.scope import ReadScope
 
     git = Git.discover(str(repo.path))

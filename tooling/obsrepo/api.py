@@ -30,7 +30,7 @@ class Repository:
         git = Git.at(path)
         self.git = git
         self.root = git.root
-        from .index.store import index_path
+        from .index.paths import index_path
 
         self.index_file = index_path(self.root, index)
         self.tenant = dict(tenant or {})
@@ -88,7 +88,7 @@ class Repository:
             return self._live.lease()  # with a running watcher's overlay attached: the scope decides
         from .index import IndexFiles, reader_at_least
         from .index.freshness import wait_for_watcher
-        from .index.store import watcher_pid
+        from .index.watch_lock import watcher_pid
 
         files = IndexFiles(self.index_file)
         head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
@@ -110,7 +110,7 @@ class Repository:
         connection instead. If DuckDB reports a damaged file on the way (a bad block checksum,
         a missing table), rebuild the index from git and run it once more."""
         from .index import IndexFiles, build_index
-        from .index.store import damage_errors
+        from .index.engine import damage_errors
         from .read.scope import ReadScope
 
         at_sha = self.git.resolve(at, "--at") if at is not None else None

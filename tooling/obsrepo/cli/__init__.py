@@ -98,7 +98,7 @@ def _write_crash_log(exc: BaseException) -> str | None:
     for folder in folders:
         try:
             if os.path.basename(os.path.dirname(folder)) == ".obsrepo":
-                from ..index.store import private_folder
+                from ..index.paths import private_folder
 
                 private_folder(os.path.dirname(folder))
             os.makedirs(folder, exist_ok=True)
@@ -189,7 +189,7 @@ def run() -> NoReturn:
             stream.flush()
         except (BrokenPipeError, ValueError):  # the reader left, or the stream was closed
             pass
-    store = sys.modules.get("obsrepo.index.store")
+    store = sys.modules.get("obsrepo.index.generations")
     if store is not None:
         store.wait_for_freeing()  # an old index generation is removed once the answer is out
     os._exit(code)

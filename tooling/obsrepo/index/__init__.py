@@ -7,7 +7,9 @@ from typing import Any
 
 from ..errors import IndexFault
 from ..gitstore import Git
-from .store import IndexFiles, index_path, open_reader
+from .paths import index_path
+from .reader import open_reader
+from .writer import IndexFiles
 
 __all__ = ["IndexFiles", "build_index", "index_path", "open_reader", "reader_at_least"]
 

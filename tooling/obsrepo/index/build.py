@@ -3,7 +3,7 @@
 A full build and an update run the same code: find how much of the stored first-parent
 chain the target's chain still shares, undo what lies beyond it (a branch that moved
 backwards or was force-pushed), then apply each new chain commit's changes in order.
-The writer works on a private copy and publishes it atomically (see `store`).
+The writer works on a private copy and publishes it atomically (see `generations`).
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ from ..format.rules import kind_of, place
 from ..gitstore import Git
 from . import history
 from .columns import COMP_COLUMNS, OBS_COLUMNS
+from .engine import damage_errors
 from .entity_table import refresh_snapshots
+from .generations import publish
+from .paths import unwritable
 from .plan import UpdatePlan, plan_update
 from .rows import PLAIN_LIMIT, SMALL_BATCH, TOKENS, insert_rows, observation_batch, text_batch, utc
 from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
-from .store import IndexFiles, damage_errors, open_writer, publish, unwritable
 from .weights import refresh_weights
+from .writer import IndexFiles, open_writer
 
 PARALLEL_THRESHOLD = 2000
 
@@ -84,7 +87,7 @@ def record_update(path: str, result: BuildResult, started: float) -> None:
     import time
     from datetime import datetime, timezone
 
-    from .store import status_path, write_json
+    from .paths import status_path, write_json
 
     ended = time.time()
     write_json(status_path(path), {

@@ -40,8 +40,10 @@ def write_overlay(index_file: str, commit: str, drafts: list[tuple[str, str, dic
 
     from .build import index_terms
     from .columns import OBS_COLUMNS
+    from .generations import publish
+    from .paths import overlay_path
     from .rows import insert_rows
-    from .store import IndexFiles, open_writer, overlay_path, publish
+    from .writer import IndexFiles, open_writer
 
     target = overlay_path(index_file)
     if not drafts:
@@ -68,7 +70,7 @@ def write_overlay(index_file: str, commit: str, drafts: list[tuple[str, str, dic
 
 
 def remove_overlay(index_file: str) -> None:
-    from .store import overlay_path
+    from .paths import overlay_path
 
     target = overlay_path(index_file)
     for leftover in (target, target + ".seal"):

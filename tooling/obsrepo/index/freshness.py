@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 
-from .store import read_json, status_path, watcher_pid
+from .paths import read_json, status_path
+from .watch_lock import watcher_pid
 
 WATCHER_WAIT = 10.0  # seconds: the bound of §8a; past it the reader updates the index itself
 _FIRST_POLL, _LAST_POLL = 0.005, 0.05

@@ -28,7 +28,10 @@ from ..errors import IndexFault
 from ..gitstore import Git
 from . import build_index, reader_at_least
 from .freshness import wait_for_watcher
-from .store import IndexFiles, open_reader, overlay_path, watcher_pid
+from .paths import overlay_path
+from .reader import open_reader
+from .watch_lock import watcher_pid
+from .writer import IndexFiles
 
 
 def _identity(path: str) -> tuple[int, int, int] | None:

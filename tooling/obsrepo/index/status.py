@@ -7,7 +7,9 @@ from typing import Any
 
 from ..errors import IndexFault
 from ..gitstore import Git
-from .store import OVERLAY_DB, attach_overlay, open_reader, read_json, status_path, watcher_pid
+from .paths import read_json, status_path
+from .reader import OVERLAY_DB, attach_overlay, open_reader
+from .watch_lock import watcher_pid
 
 
 def index_status(git: Git, path: str) -> dict[str, Any]:

@@ -51,7 +51,7 @@ class ReadScope:
                  overlay: bool = False, *, ceiling: str | None = None, include_expired: bool = False) -> None:
         """`at_commit`: a full sha (default: the indexed commit). With `overlay`, the indexed
         commit's `visible` also holds a running watcher's uncommitted drafts, when the
-        connection has them attached (store.attach_overlay; records then say `uncommitted`).
+        connection has them attached (reader.attach_overlay; records then say `uncommitted`).
         `ceiling`: the most restrictive classification the caller may read; `include_expired`:
         keep what retention expired."""
         self.con = con.cursor()

@@ -230,8 +230,8 @@ def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
     found: dict[str, Any] = {"ids": {}, "hashes": set(), "targets": {}}
     if not fine:
         return found
+    from ..index.reader import open_internal
     from ..index.schema import NOW
-    from ..index.store import open_internal
 
     ids = sorted({d.facts["id"] for d in fine.values() if d.facts})
     hashes = sorted({str(d.facts["hash"]) for d in fine.values() if d.facts and d.facts.get("hash")})

@@ -347,7 +347,7 @@ class Watcher:
             self.out.flush()
 
     def _record(self, done: dict[str, Any]) -> None:
-        from ..index.store import write_json
+        from ..index.paths import write_json
 
         write_json(self.index_file + ".watch.json", {
             "pid": os.getpid(), "commit": self.indexed, "overlay_documents": done.get("drafts", 0),
