@@ -11,10 +11,9 @@ import click
 from .. import errors
 from ..format.report import plural
 from ..format.vocabulary import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES
+from ..params import TENANT_KEYS
 from . import _emit_json, _progress_bar, _repository, examples, handled, json_or_text, main, read_options
 from .write import branch_option, commit_option, render_written, write_options, writer
-
-TENANT_FILTERS = ("org", "project", "agent", "user")
 
 
 @main.command(epilog=examples("obsrepo feedback obs-20260213-102500-0001 --outcome accepted --session s-42",
@@ -89,7 +88,7 @@ def _query_filters(func: Any) -> Any:
         click.option("--after", help="From this time on (inclusive)."),
         click.option("--before", help="Before this time (exclusive)."),
         click.option("--entity", help="Observations about this entity."),
-        *(click.option(f"--{key}", help=f"Only observations whose tenant has this {key}.") for key in TENANT_FILTERS),
+        *(click.option(f"--{key}", help=f"Only observations whose tenant has this {key}.") for key in TENANT_KEYS),
         click.option("--max-classification", type=click.Choice(CLASSIFICATIONS),
                      help="Leave out anything classified above this level."),
         click.option("--text", help="Only observations matching these words (BM25)."),
@@ -129,7 +128,7 @@ def export(output_format: str, output: str | None, at: str | None, tenant: str |
         before=parse_time(filters["before"], "--before") if filters["before"] else None,
         max_classification=filters["max_classification"])
     request.validate()
-    where = {key: filters[key] for key in TENANT_FILTERS if filters[key]}
+    where = {key: filters[key] for key in TENANT_KEYS if filters[key]}
     progress = _progress_bar("exporting")
     try:
         result = _repository(index_path, tenant).export(request, output_format, output, at=at, where=where,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from .rules import Analysis
 
+PARALLEL_THRESHOLD = 2000  # documents from which analysing them in worker processes pays for starting them
+
 
 def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool = False) -> Analysis:
     """Parse, validate and extract facts (see `validate.analyze`); never raises on bad input."""

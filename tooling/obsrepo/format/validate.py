@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import errors
+from ..params import TENANT_KEYS
 from .classify import content_classification, most_restrictive
 from .document import Document, read_document
 from .model import (
@@ -92,7 +93,6 @@ def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # once: json.dumps builds one per call
-_TENANT_KEYS = ("org", "project", "agent", "user")
 _FACT_KEYS = ("id", "spec", "entity", "corrects", "retracts", "classification", "event")  # what repository rules point at
 
 
@@ -112,7 +112,7 @@ def _observation(result: Analysis, doc: Document, front: dict[str, Any], timesta
     body = doc.body.lstrip("\n").rstrip()
     event, source_ref, entity = front["event"], front.get("source_ref"), front.get("entity")
     written_tenant = front.get("tenant") or {}
-    tenant = {k: written_tenant[k] for k in _TENANT_KEYS if written_tenant.get(k) is not None}
+    tenant = {k: written_tenant[k] for k in TENANT_KEYS if written_tenant.get(k) is not None}
     corrects, retracts = _ids(front.get("corrects")), _ids(front.get("retracts"))
     relations = front.get("relations") or []
     feedback, reclassify = front.get("feedback"), front.get("reclassify")

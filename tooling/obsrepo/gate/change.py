@@ -30,7 +30,7 @@ from ..format.rules import ACYCLIC_RELATIONS, Analysis, kind_of, place
 from ..gitstore import Git
 from . import graph
 from .cache import AnalysisCache
-from .check import ATTRIBUTE_FILES, _attributes_at, _comprehension_edits, _first_of_each, _is_attributes, _Judge
+from .immutability import ATTRIBUTE_FILES, Judge, attributes_at, comprehension_edits, first_of_each, is_attributes
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES
 
 GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
@@ -60,7 +60,7 @@ Context = Callable[[Wanted, set[str]], list[tuple[str, dict[str, Any]]]]
 def check_change(git: Git, base: str, head: str, context: Context) -> Report:
     """The problems `check --base BASE` would report on HEAD that the change BASE..HEAD makes."""
     report = Report()
-    judge = _Judge()
+    judge = Judge()
     commits = git.commits_between(base, head)
     pairs = [(sha, p) for sha, parents in commits for p in (parents or (None,))]
     blocks = iter(git.diff_trees(pairs, *DOCUMENT_ROOTS, *ATTRIBUTE_FILES))
@@ -68,7 +68,7 @@ def check_change(git: Git, base: str, head: str, context: Context) -> Report:
     for sha, parents in commits:
         per_parent = [next(blocks) for _ in (parents or (None,))]
         judge.commit(sha, per_parent)
-        if any(_is_attributes(c.path) for block in per_parent for c in block):
+        if any(is_attributes(c.path) for block in per_parent for c in block):
             attribute_commits.append(sha)
 
     changes = git.diff(base, head, "--", *DOCUMENT_ROOTS, "schemas/entities")
@@ -81,16 +81,16 @@ def check_change(git: Git, base: str, head: str, context: Context) -> Report:
     cache = AnalysisCache(None, {}, "")
     for path, sha in documents:
         cache.put(path, sha, analyses[path])
-    issues = judge.issues + _comprehension_edits(git, judge.edits, analyses, cache)
+    issues = judge.issues + comprehension_edits(git, judge.edits, analyses, cache)
     for sha in attribute_commits:
-        issues.extend(_attributes_at(git, sha))
+        issues.extend(attributes_at(git, sha))
 
     for path, analysis in analyses.items():
         report.issues.extend(analysis.issues)
         report.issues.extend(place(path, analysis))
     report.issues.extend(_repository_rules(analyses, context))
     report.issues.extend(_entity_schemas(git, changes))
-    report.issues.extend(_first_of_each(issues))
+    report.issues.extend(first_of_each(issues))
     report.checked = len(analyses)
     return report
 

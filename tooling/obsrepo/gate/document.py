@@ -26,7 +26,8 @@ from ..gitstore import Git, blob_sha
 from ..times import TimeError, parse_timestamp
 from . import graph
 from .cache import AnalysisCache
-from .check import analyze_source, comprehension_edit
+from .check import analyze_source
+from .immutability import comprehension_edit
 from .sources import commit as commit_source
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import IndexFault
-from ..format.analyze import analyze
+from ..format.analyze import PARALLEL_THRESHOLD, analyze
 from ..format.report import Issue
 from ..format.rules import kind_of, place
 from ..gitstore import Git
@@ -33,7 +33,6 @@ from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .weights import refresh_weights
 from .writer import IndexFiles, open_writer
 
-PARALLEL_THRESHOLD = 2000
 
 @dataclass
 class BuildResult:

@@ -24,9 +24,9 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import UsageError
+from ..params import MAX_LIMIT
 from ..times import MAX_MS, MIN_MS, format_timestamp, parse_time
 
-MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000_000
 MAX_TEXT = 4096  # any short string argument (ids, names, revisions, search text)
 MAX_NESTING = 32  # arrays and objects inside an argument (a document's own bound)

@@ -23,10 +23,12 @@ from .. import errors
 from ..format.document import MAX_DOCUMENT_BYTES, too_large
 from ..format.report import Issue
 from ..format.rules import kind_of, place
+from ..format.vocabulary import DOCUMENT_ROOTS
 from ..gate.graph import reference_targets, stewardship_targets
 from ..gate.sources import not_a_file
 from ..gitstore import Git, blob_sha
-from .plan import DOCUMENT_ROOTS, is_document_name
+from ..params import TENANT_KEYS
+from .plan import is_document_name
 
 FULL_RESCAN_ABOVE = 2000  # more candidate paths than this: list every draft from git instead
 
@@ -212,11 +214,10 @@ def _flag(problems: dict[str, list[Issue]], draft: Draft, key: str, code: str, r
     problems.setdefault(draft.path, []).append(Issue(draft.path, line, col, code, rule, message))
 
 
-_TENANT_KEYS = ("org", "project", "agent", "user")
 
 
 def _tenant_key(tenant: dict[str, Any]) -> tuple:
-    return tuple(tenant.get(k) for k in _TENANT_KEYS)
+    return tuple(tenant.get(k) for k in TENANT_KEYS)
 
 
 def _targets(facts: dict[str, Any]) -> list[str]:
@@ -247,7 +248,7 @@ def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
                 "SELECT content_hash, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
                 f"WHERE removed_seq = {NOW} AND content_hash IN (SELECT unnest(?::VARCHAR[]))", [hashes]).fetchall():
             found["hashes"].add((row[0], tuple(row[1:])))
-        found["targets"] = {row[0]: {"id": row[0], "tenant": {k: v for k, v in zip(_TENANT_KEYS, row[1:]) if v is not None}}
+        found["targets"] = {row[0]: {"id": row[0], "tenant": {k: v for k, v in zip(TENANT_KEYS, row[1:]) if v is not None}}
                             for row in con.execute(
             "SELECT id, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
             f"WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[]))", [targets]).fetchall()}

@@ -12,7 +12,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-DOCUMENT_ROOTS = ("observations", "comprehension")
+from ..format.vocabulary import DOCUMENT_ROOTS
+
 SCHEMA_ROOT = "schemas/entities"
 OVERFLOW = "overflow"  # the event kind of a lost-events notice (queue overflow, observer error)
 

@@ -25,8 +25,8 @@ from ..format.model import COMPREHENSION_ID, format_timestamp
 from ..format.report import Issue
 from ..format.vocabulary import COMPREHENSION_DIR
 from ..gate.addition import RuleState
-from ..gate.check import comprehension_edit
 from ..gate.graph import visible
+from ..gate.immutability import comprehension_edit
 from ..gitstore import Git
 from .proposal import TreeStates, branch_name, propose_edit
 from .statements import target_tenant

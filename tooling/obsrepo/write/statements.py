@@ -10,13 +10,11 @@ from typing import Any
 from .. import errors
 from ..errors import InputError, NotFoundError, UsageError
 from ..format.report import NOT_WRITTEN, Issue
-from ..format.vocabulary import CLASSIFICATIONS, FEEDBACK_OUTCOMES
+from ..format.vocabulary import CLASSIFICATIONS, CORRECTION_PRIORITY, FEEDBACK_OUTCOMES
 from ..gate.addition import RuleState
 from ..gate.graph import visible
 from ..times import format_timestamp, parse_timestamp
 from .new import DocumentRefused
-
-CORRECTION_PRIORITY = 1000
 
 
 def stamp_tenant(front: dict[str, Any], binding: dict[str, str]) -> dict[str, Any]:
