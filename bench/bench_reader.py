@@ -59,27 +59,33 @@ def stages(repo: str, count: int, runs: int, profile: bool) -> dict[str, float]:
     from obsrepo.index.columns import OBS_COLUMNS
     from obsrepo.index.history import Commit
     from obsrepo.index.rows import arrow_table
+    try:  # the rows' own module since the build was split (documents as named records)
+        from obsrepo.index import documents
+        from obsrepo.index.plan import Addition as version
+        parse_for_cache = documents.parse_for_cache
+    except ImportError:
+        documents, version, parse_for_cache = build, lambda *file: list(file), build._parse_for_cache
 
     docs = load_documents(repo, count)
     info = {"c" * 40: Commit("c" * 40, datetime(2026, 1, 1, tzinfo=timezone.utc), "bench", "bench@example.com")}
-    files = [[path, blob, 1, "c" * 40] for path, blob, _ in docs]
+    files = [version(path, blob, 1, "c" * 40) for path, blob, _ in docs]
 
     def read() -> None:
         for path, _, data in docs:
             read_document(path, data)
 
     def analyse() -> list:
-        return [build._parse_for_cache(path, data)[:2] for path, _, data in docs]
+        return [parse_for_cache(path, data)[:2] for path, _, data in docs]
 
     def rows(parsed: list) -> None:  # what build._chunk does after parsing, in each tree
         for start in range(0, len(files), build.CHUNK):
             chunk_files, chunk_parsed = files[start:start + build.CHUNK], parsed[start:start + build.CHUNK]
-            if hasattr(build, "sort_parsed"):
+            if hasattr(documents, "sort_parsed"):
                 from obsrepo.index.rows import observation_batch
 
-                observation_batch(build.sort_parsed(chunk_files, chunk_parsed, 0)[0], info)
+                observation_batch(documents.sort_parsed(chunk_files, chunk_parsed, 0)[0], info)
             else:
-                arrow_table("obs_versions", OBS_COLUMNS, build.rows_for(chunk_files, chunk_parsed, 0, info)[0])
+                arrow_table("obs_versions", OBS_COLUMNS, documents.rows_for(chunk_files, chunk_parsed, 0, info)[0])
 
     def chunk_path() -> None:
         rows(analyse())

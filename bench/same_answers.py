@@ -66,6 +66,12 @@ def answers(repo: str, count: int, mutations: int, out: str) -> None:
     from obsrepo.index.columns import OBS_COLUMNS
     from obsrepo.index.history import Commit
     from obsrepo.index.rows import arrow_table
+    try:  # the rows' own module since the build was split (documents as named records)
+        from obsrepo.index import documents
+        from obsrepo.index.plan import Addition as version
+        parse_for_cache = documents.parse_for_cache
+    except ImportError:
+        documents, version, parse_for_cache = build, lambda *file: list(file), build._parse_for_cache
 
     results: list[Any] = []
     parsed = []
@@ -74,21 +80,21 @@ def answers(repo: str, count: int, mutations: int, out: str) -> None:
         analysis = analyze(path, data, with_record=True)
         issues = analysis.issues + place(path, analysis)
         results.append((analysis.to_cache(), analysis.record_to_cache(), [i.as_dict() for i in issues]))
-        parsed.append(build._parse_for_cache(path, data)[:2])
+        parsed.append(parse_for_cache(path, data)[:2])
     sha = "c" * 40
     info = {sha: Commit(sha, datetime(2026, 1, 1, tzinfo=timezone.utc), "bench", "bench@example.com")}
     # observations only (a test case's path says nothing of its kind), under paths that say so
     kept = [i for i, (_, record) in enumerate(parsed) if record is None or "event" in record]
-    files = [[f"observations/x/{i}.md", f"{i:040x}", 1, sha] for i in kept]
+    files = [version(f"observations/x/{i}.md", f"{i:040x}", 1, sha) for i in kept]
     parsed = [parsed[i] for i in kept]
     for start in range(0, len(files), build.CHUNK):
         chunk_files, chunk_parsed = files[start:start + build.CHUNK], parsed[start:start + build.CHUNK]
-        rows = build.rows_for(chunk_files, chunk_parsed, 0, info)[0]
+        rows = documents.rows_for(chunk_files, chunk_parsed, 0, info)[0]
         tables = [arrow_table("obs_versions", OBS_COLUMNS, rows)] * 2  # the rows path (a small update) and the chunk path
-        if hasattr(build, "sort_parsed"):  # a chunk path that skips the rows
+        if hasattr(documents, "sort_parsed"):  # a chunk path that skips the rows
             from obsrepo.index.rows import observation_batch
 
-            tables[1] = observation_batch(build.sort_parsed(chunk_files, chunk_parsed, 0)[0], info)
+            tables[1] = observation_batch(documents.sort_parsed(chunk_files, chunk_parsed, 0)[0], info)
         for table in tables:
             results.append((str(table.schema), table.to_pylist()))
     with open(out, "wb") as handle:

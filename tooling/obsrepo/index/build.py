@@ -17,18 +17,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import IndexFault
-from ..format.analyze import PARALLEL_THRESHOLD, analyze
+from ..format.analyze import PARALLEL_THRESHOLD
 from ..format.report import Issue
-from ..format.rules import kind_of, place
+from ..format.rules import kind_of
 from ..gitstore import Git
 from . import history
 from .columns import COMP_COLUMNS, OBS_COLUMNS
+from .documents import Parsed, index_records, index_terms, known, parse_for_cache, sort_parsed, version_row
 from .engine import damage_errors
 from .entity_table import refresh_snapshots
 from .generations import publish
 from .paths import unwritable
-from .plan import UpdatePlan, plan_update
-from .rows import PLAIN_LIMIT, SMALL_BATCH, TOKENS, insert_rows, observation_batch, text_batch, utc
+from .plan import Addition, UpdatePlan, plan_update
+from .rows import PLAIN_LIMIT, SMALL_BATCH, insert_rows, observation_batch, text_batch, utc
 from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
 from .weights import refresh_weights
 from .writer import IndexFiles, open_writer
@@ -61,6 +62,32 @@ class BuildResult:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class BuildContext:
+    """What one build works with, fixed for its whole run."""
+
+    git: Git
+    files: IndexFiles
+    target: str  # the commit to bring the index to (a full sha)
+    full: bool = False  # rebuild from git, reusing nothing stored
+    strict: bool = False  # a document with problems discards the build
+    progress: Callable[[int, int], None] | None = None
+
+
+@dataclass(slots=True)
+class _Adding:
+    """What adding one plan's documents works with (the writer's connection, the commits' authors
+    and times, the first free row id, the analysis cache, the result being filled)."""
+
+    git: Git
+    con: Any
+    info: dict[str, history.Commit]
+    first_row: int
+    progress: Callable[[int, int], None] | None
+    result: BuildResult
+    cache: Any
+
+
 class StrictFailure(Exception):
     """Raised inside the writer to discard the private copy under --strict."""
 
@@ -75,7 +102,7 @@ def build(git: Git, files: IndexFiles, target: str, full: bool = False,
     _warm_up_validation()
     started = time.time()
     with paused_gc():
-        result = _build_locked(git, files, target, full, progress, strict)
+        result = _build_locked(BuildContext(git, files, target, full, strict, progress))
     if not result.unchanged:
         record_update(files.path, result, started)
     return result
@@ -97,12 +124,12 @@ def record_update(path: str, result: BuildResult, started: float) -> None:
     })
 
 
-def _build_locked(git: Git, files: IndexFiles, target: str, full: bool,
-                  progress: Callable[[int, int], None] | None, strict: bool) -> BuildResult:
+def _build_locked(build: BuildContext) -> BuildResult:
+    files, target = build.files, build.target
     with files.writer_lock():
-        early = None if full else files.early_copy()
+        early = None if build.full else files.early_copy()
         try:
-            existing = None if full else files.current_commit_chain()
+            existing = None if build.full else files.current_commit_chain()
             if existing and existing[-1] == target:
                 if files.intact():
                     return BuildResult(target, False, unchanged=True)  # already there: nothing published
@@ -111,11 +138,11 @@ def _build_locked(git: Git, files: IndexFiles, target: str, full: bool,
                 _drop(files, early)
                 early = None
             try:
-                return _write(git, files, target, existing, progress, strict, early)
+                return _write(build, existing, early)
             except damage_errors() as exc:
                 if existing is None:
                     raise IndexFault(f"the index could not be written: {exc}", path=files.path) from None
-            return _write(git, files, target, None, progress, strict)  # the copy held damaged blocks
+            return _write(build, None)  # the copy held damaged blocks
         finally:
             if early is not None:  # used (renamed away: nothing left), or not: removed
                 _drop(files, early)
@@ -137,11 +164,11 @@ def _warm_up_validation() -> None:
         threading.Thread(target=__import__, args=("obsrepo.format.validate",), daemon=True).start()
 
 
-def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
-           progress: Callable[[int, int], None] | None, strict: bool, early: Future[str] | None = None) -> BuildResult:
+def _write(build: BuildContext, existing: list[str] | None, early: Future[str] | None = None) -> BuildResult:
     """`early`: the private copy of `existing`, started by the caller."""
     import duckdb
 
+    git, files, target = build.git, build.files, build.target
     try:
         work = early.result() if early is not None else files.private_copy(existing is not None)
         con = open_writer(work)
@@ -150,8 +177,8 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
     try:
         if existing is None:
             con.execute(TABLES)
-        result = _apply(git, con, target, existing, progress)
-        if strict and result.problems:
+        result = apply_plan(git, con, plan_update(git, existing, target), build.progress)
+        if build.strict and result.problems:
             raise StrictFailure
         refresh_snapshots(git, con, target, result)
         refresh_weights(git, con, target)
@@ -175,11 +202,6 @@ def _write(git: Git, files: IndexFiles, target: str, existing: list[str] | None,
         files.discard(work)
         raise unwritable(files.path, exc) from None
     return result
-
-
-def _apply(git: Git, con: Any, target: str, stored: list[str] | None,
-           progress: Callable[[int, int], None] | None) -> BuildResult:
-    return apply_plan(git, con, plan_update(git, stored, target), progress)
 
 
 def apply_plan(git: Git, con: Any, plan: UpdatePlan, progress: Callable[[int, int], None] | None = None) -> BuildResult:
@@ -256,107 +278,6 @@ def _remove(con: Any, removals: list[tuple[str, int]], result: BuildResult) -> i
     return count
 
 
-def _parse_job(job: tuple[str, bytes]) -> tuple[list, Any]:
-    path, data = job
-    analysis = analyze(path, data, with_record=True)
-    issues = analysis.issues + place(path, analysis)
-    return [[i.line, i.col, i.code, i.rule, i.message] for i in issues], analysis.record
-
-
-def _parse_all(jobs: list[tuple[str, bytes]]) -> list[tuple[list, Any]]:
-    if len(jobs) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-        with context.Pool(min(2, os.cpu_count() or 1)) as pool:
-            return pool.map(_parse_job, jobs, chunksize=256)
-    return [_parse_job(job) for job in jobs]
-
-
-def parse_blobs(git: Git, files: list[tuple[str, str]],
-                progress: Callable[[int, int], None] | None = None) -> list[tuple[list, Any]]:
-    """Analyse (path, blob) pairs; each result is (issues as rows, record or None)."""
-    blobs: dict[str, bytes] = {}
-    wanted = sorted({blob for _, blob in files})
-    for count, (sha, data) in enumerate(git.read_blobs(wanted), 1):
-        blobs[sha] = data
-        if progress and count % 5000 == 0:
-            progress(count, len(wanted) * 2)
-    parsed = _parse_all([(path, blobs[blob]) for path, blob in files])
-    if progress:
-        progress(len(wanted) * 2, len(wanted) * 2)
-    return parsed
-
-
-Version = tuple[list, dict, int]  # a valid document's (path, blob, added_seq, commit[, removed_seq]), record, row id
-
-
-def sort_parsed(files: list, parsed: list[tuple[list, Any]], first_row: int
-                ) -> tuple[list[Version], list[Version], list[tuple], list[Issue]]:
-    """Parsed documents (path, blob, added_seq, commit[, removed_seq]) sorted out: (file, record,
-    row id) of the valid observations and of the valid comprehensions (row ids in file order from
-    `first_row`), problem rows, and the problems as warnings."""
-    observations: list[Version] = []
-    comprehensions: list[Version] = []
-    problem_rows: list[tuple] = []
-    problems: list[Issue] = []
-    for file, (issues, record) in zip(files, parsed):
-        path, blob, seq = file[:3]
-        if issues:
-            removed = file[4] if len(file) > 4 else NOW
-            for line, col, code, rule, message in issues:
-                problem_rows.append((seq, removed, path, blob, line, col, code, rule, message))
-                problems.append(Issue(path, line, col, code, rule, message, "warning"))
-            continue
-        row_id = first_row + len(observations) + len(comprehensions)
-        (comprehensions if kind_of(path) == "comprehension" else observations).append((file, record, row_id))
-    return observations, comprehensions, problem_rows, problems
-
-
-def version_row(file: list, record: dict, row_id: int, info: dict[str, history.Commit]) -> dict:
-    """One row of obs_versions or comp_versions: the record and where and when it was added."""
-    path, blob, seq, commit = file[:4]
-    meta = info[commit]
-    return dict(record, row_id=row_id, added_seq=seq, removed_seq=file[4] if len(file) > 4 else NOW, path=path, blob=blob,
-                commit=commit, author=meta.author, author_email=meta.author_email, committed_at=meta.committed_at)
-
-
-def rows_for(files: list, parsed: list[tuple[list, Any]], first_row: int,
-             info: dict[str, history.Commit]) -> tuple[list[dict], list[dict], list[tuple], list[Issue]]:
-    """Index rows for parsed documents: (path, blob, added_seq, commit[, removed_seq]) →
-    observation rows, comprehension rows, problem rows, and the problems as warnings."""
-    observations, comprehensions, problem_rows, problems = sort_parsed(files, parsed, first_row)
-    return ([version_row(*version, info) for version in observations],
-            [version_row(*version, info) for version in comprehensions], problem_rows, problems)
-
-
-def _known(cache: Any, path: str, blob: str) -> tuple[list, Any] | None:
-    """(issues as rows, record) from the analysis cache, or None when the document must be parsed."""
-    if cache is None:
-        return None
-    record = cache.valid_record(path, blob)  # the common case: no analysis to read
-    if record is not None:
-        return [], record
-    analysis = cache.get(path, blob)
-    if analysis is None:
-        return None
-    issues = analysis.issues + place(path, analysis)
-    record = None
-    if not issues and analysis.facts is not None:
-        record = cache.record(path, blob, raw=True)  # its moments are converted where rows are made (rows.utc)
-        if record is None:
-            return None
-    return [[i.line, i.col, i.code, i.rule, i.message] for i in issues], record
-
-
-def _parse_for_cache(path: str, data: bytes) -> tuple[list, Any, list, Any]:
-    """Parse one document: (issues as rows, record, its cache row, its record as cached)."""
-    analysis = analyze(path, data, with_record=True)
-    issues = analysis.issues + place(path, analysis)
-    return ([[i.line, i.col, i.code, i.rule, i.message] for i in issues], analysis.record,
-            analysis.to_cache(), analysis.record_to_cache())
-
-
 CACHE_BYTES_PER_DOCUMENT = 30_000  # parsing a document costs about what loading this much of the cache does
 
 
@@ -370,28 +291,29 @@ def _open_cache(git: Git, additions: int) -> Any:
     return AnalysisCache.open(git, max_bytes=additions * CACHE_BYTES_PER_DOCUMENT)
 
 
-def _add(git: Git, con: Any, additions: list, info: dict,
+def _add(git: Git, con: Any, additions: list[Addition], info: dict[str, history.Commit],
          progress: Callable[[int, int], None] | None, result: BuildResult) -> tuple[int, list[Issue]]:
-    additions = [a for a in additions if kind_of(a[0]) != "other"]
+    additions = [a for a in additions if kind_of(a.path) != "other"]
     if not additions:
         return 0, []
     first_row = con.execute(
         "SELECT coalesce(max(row_id), -1) + 1 FROM (SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"
     ).fetchone()[0]
     cache = _open_cache(git, len(additions))
-    parsed: list[Any] = [_known(cache, a[0], a[1]) for a in additions]
+    adding = _Adding(git, con, info, first_row, progress, result, cache)
+    parsed: list[Any] = [known(cache, a.path, a.blob) for a in additions]
     todo = [i for i, hit in enumerate(parsed) if hit is None]
     result.parsed, result.reused = len(todo), len(additions) - len(todo)
     if len(todo) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="obsrepo-cache") as saver:
-            return _add_in_parallel(git, con, additions, parsed, info, first_row, progress, result, cache, saver)
-    wanted = sorted({additions[i][1] for i in todo})
+            return _add_in_parallel(adding, additions, parsed, saver)
+    wanted = sorted({additions[i].blob for i in todo})
     blobs = dict(git.read_blobs(wanted)) if wanted else {}
     for count, i in enumerate(todo, 1):
-        path, blob = additions[i][0], additions[i][1]
-        issues, record, row, cached_record = _parse_for_cache(path, blobs[blob])
+        path, blob = additions[i].path, additions[i].blob
+        issues, record, row, cached_record = parse_for_cache(path, blobs[blob])
         cache.put_row(path, blob, row, cached_record)
-        parsed[i] = (issues, record)
+        parsed[i] = Parsed(issues, record)
         if progress and count % 5000 == 0:
             progress(count, len(additions))
     if progress:
@@ -461,7 +383,7 @@ def _chunk_worker_init(root: str, info: dict) -> None:
     _CHUNK_STATE.update(reader=Git(root).blob_reader(), info=info)  # its git process ends with the worker
 
 
-def _chunk(job: tuple[list[list], list[Any]]) -> tuple[Any, list[dict], list[tuple], list[Issue], int, tuple[bytes, bytes, int]]:
+def _chunk(job: tuple[list[Addition], list[Any]]) -> tuple[Any, list[dict], list[tuple], list[Issue], int, tuple[bytes, bytes, int]]:
     """In a worker: read the chunk's documents the cache does not know from git, validate them
     and turn the chunk into an Arrow batch of observation rows (row ids counted from 0; the
     parent shifts them), comprehension rows, problems, and the new cache entries."""
@@ -469,12 +391,12 @@ def _chunk(job: tuple[list[list], list[Any]]) -> tuple[Any, list[dict], list[tup
 
     files, parsed = job
     todo = [i for i, hit in enumerate(parsed) if hit is None]
-    contents = _CHUNK_STATE["reader"].read([files[i][1] for i in todo]) if todo else []
+    contents = _CHUNK_STATE["reader"].read([files[i].blob for i in todo]) if todo else []
     analyses, records = {}, {}
     for i, data in zip(todo, contents):
-        path, blob = files[i][0], files[i][1]
-        issues, record, row, cached_record = _parse_for_cache(path, data)
-        parsed[i] = (issues, record)
+        path, blob = files[i].path, files[i].blob
+        issues, record, row, cached_record = parse_for_cache(path, data)
+        parsed[i] = Parsed(issues, record)
         key = entry_key(path, blob)
         analyses[key] = row
         if cached_record is not None:
@@ -488,8 +410,7 @@ def _chunk(job: tuple[list[list], list[Any]]) -> tuple[Any, list[dict], list[tup
     return batch, comp_rows, problem_rows, problems, len(observations) + len(comprehensions), fresh
 
 
-def _add_in_parallel(git: Git, con: Any, additions: list[list], parsed: list[Any], info: dict, first_row: int,
-                     progress: Callable[[int, int], None] | None, result: BuildResult, cache: Any,
+def _add_in_parallel(adding: _Adding, additions: list[Addition], parsed: list[Any],
                      saver: ThreadPoolExecutor) -> tuple[int, list[Issue]]:
     """Two worker processes each read a chunk of blobs from git (those the cache does not know),
     validate it and return an Arrow batch; the parent only shifts row ids, loads, and keeps the
@@ -500,11 +421,12 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], parsed: list[Any
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    git, con, first_row, progress, cache = adding.git, adding.con, adding.first_row, adding.progress, adding.cache
     chunks = [(additions[start:start + CHUNK], parsed[start:start + CHUNK]) for start in range(0, len(additions), CHUNK)]
     tables, comp_rows, problem_rows, problems = [], [], [], []
     offset, done = first_row, 0
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init, initargs=(git.root, info)) as pool:
+    with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init, initargs=(git.root, adding.info)) as pool:
         for batch, comps, chunk_problems, issues, count, fresh in pool.imap(_chunk, chunks):
             if fresh[2]:
                 cache.put_parts(*fresh)
@@ -522,7 +444,7 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], parsed: list[Any
                 progress(min(done, len(additions)), len(additions))
     saving = saver.submit(cache.save)
     if tables:
-        _insert_batch(con, pa.concat_tables(tables), first_row, result)
+        _insert_batch(con, pa.concat_tables(tables), first_row, adding.result)
     saving.result()
     insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)
     if problem_rows:
@@ -532,22 +454,3 @@ def _add_in_parallel(git: Git, con: Any, additions: list[list], parsed: list[Any
 
 
 
-def index_records(con: Any, table: str, records: str, first_row: int) -> None:
-    """The printed columns of the rows from `first_row` on, in row-id order."""
-    con.execute(f"INSERT INTO {records} SELECT row_id, {RECORD_COLUMNS} FROM {table} WHERE row_id >= ? ORDER BY row_id",
-                [first_row])
-
-
-def index_terms(con: Any, table: str, terms: str, first_row: int) -> None:
-    """Terms for BM25, stemmed by the fts extension (each distinct token once), and lengths."""
-    tokens = TOKENS.format("event || ' ' || body")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE new_tokens AS SELECT row_id, unnest({tokens}) AS token "
-                f"FROM {table} WHERE row_id >= ?", [first_row])
-    con.execute("CREATE OR REPLACE TEMP TABLE new_stems AS SELECT token, stem(token, 'porter') AS term "
-                "FROM (SELECT DISTINCT token FROM new_tokens WHERE token <> '')")
-    con.execute(f"INSERT INTO {terms} SELECT t.row_id, s.term, count(*)::INTEGER FROM new_tokens t "
-                "JOIN new_stems s USING (token) GROUP BY ALL ORDER BY 2, 1")
-    con.execute(f"INSERT INTO {terms.replace('terms', 'doclen')} "
-                "SELECT row_id, count(*)::INTEGER FROM new_tokens WHERE token <> '' GROUP BY row_id")
-    con.execute("DROP TABLE new_tokens")
-    con.execute("DROP TABLE new_stems")

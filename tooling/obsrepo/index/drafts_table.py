@@ -38,8 +38,8 @@ def draft_rows(drafts: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, 
 def write_overlay(index_file: str, commit: str, drafts: list[tuple[str, str, dict[str, Any]]]) -> None:
     """Publish the overlay of `drafts` over indexed `commit`; no drafts: no overlay file."""
 
-    from .build import index_terms
     from .columns import OBS_COLUMNS
+    from .documents import index_terms
     from .generations import publish
     from .paths import overlay_path
     from .rows import insert_rows

@@ -3,13 +3,14 @@ many and by plain parameters for a few; and the tokenizer shared by BM25 terms a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timezone
 from operator import itemgetter
 from typing import Any
 
 from ..format.rules import moment_from_cache
 from .columns import OBS_COLUMNS, arrow_types
-from .schema import CLASSIFICATION_RANK, NOW
+from .schema import CLASSIFICATION_RANK
 
 SMALL_BATCH = 64  # rows per statement inserted with plain parameters rather than through Arrow
 PLAIN_LIMIT = 16 * SMALL_BATCH  # up to this many rows (a pull request's overlay), statements of SMALL_BATCH
@@ -40,7 +41,7 @@ def special(record: dict) -> bool:
     return bool(record["retracts"]) or any(r["type"] == "DUPLICATE_OF" for r in record["relations"])
 
 
-def text_batch(versions: list[tuple[list, dict, int]]) -> Any:
+def text_batch(versions: Sequence[tuple[Any, dict, int]]) -> Any:
     """The columns BM25 reads (row_id, event, body) of (file, record, row id) triples, as Arrow."""
     import pyarrow as pa
 
@@ -49,24 +50,24 @@ def text_batch(versions: list[tuple[list, dict, int]]) -> Any:
                      "body": pa.array([record["body"] for _, record, _ in versions], pa.string())})
 
 
-def observation_batch(versions: list[tuple[list, dict, int]], info: dict, text: Any = None) -> Any:
-    """obs_versions rows as an Arrow table built straight from (file, record, row id) triples
-    (file: path, blob, seq, commit[, removed seq]); the same table as `arrow_table` over
-    `build.version_row` dicts, without making them. `text`: their `text_batch`, made already."""
+def observation_batch(versions: Sequence[tuple[Any, dict, int]], info: dict, text: Any = None) -> Any:
+    """obs_versions rows as an Arrow table built straight from valid versions; the same table
+    as `arrow_table` over `documents.version_row` dicts, without making them. `text`: their
+    `text_batch`, made already."""
     import pyarrow as pa
 
     types = arrow_types()
     files = [file for file, _, _ in versions]
     records = [record for _, record, _ in versions]
     commits = {sha: (commit.author, commit.author_email, utc(commit.committed_at)) for sha, commit in info.items()}
-    metas = [commits[file[3]] for file in files]
+    metas = [commits[file.commit] for file in files]
     columns: dict[str, Any] = {
         "row_id": [row_id for _, _, row_id in versions],
-        "added_seq": [file[2] for file in files],
-        "removed_seq": [file[4] if len(file) > 4 else NOW for file in files],
-        "path": [file[0] for file in files],
-        "blob": [file[1] for file in files],
-        "commit": [file[3] for file in files],
+        "added_seq": [file.added_seq for file in files],
+        "removed_seq": [file.removed_seq for file in files],
+        "path": [file.path for file in files],
+        "blob": [file.blob for file in files],
+        "commit": [file.commit for file in files],
         "author": [meta[0] for meta in metas],
         "author_email": [meta[1] for meta in metas],
         "committed_at": [meta[2] for meta in metas],

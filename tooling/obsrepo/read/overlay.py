@@ -16,8 +16,9 @@ def build_overlay(con: Any, git: Git, indexed: str, at_sha: str) -> int | None:
     overlay holds every document of the commit)."""
     from ..gate.sources import DOCUMENT_ROOTS
     from ..index import history
-    from ..index.build import index_terms, parse_blobs, rows_for
     from ..index.columns import OBS_COLUMNS
+    from ..index.documents import index_terms, parse_blobs, rows_for
+    from ..index.plan import Addition
     from ..index.rows import insert_rows
 
     chain = dict(con.execute("SELECT sha, seq FROM commits").fetchall())
@@ -34,7 +35,7 @@ def build_overlay(con: Any, git: Git, indexed: str, at_sha: str) -> int | None:
                    if c.status in ("A", "M", "T") and c.new_mode in ("100644", "100755") and c.path.startswith("observations/"))
     authors = history.authored(git, base, at_sha) if added else {}
     info = history.commit_info(git, [at_sha, *authors.values()])
-    files = [(path, blob, seq or 0, authors.get((path, blob), at_sha)) for path, blob in added]
+    files = [Addition(path, blob, seq or 0, authors.get((path, blob), at_sha)) for path, blob in added]
     obs_rows, _comp, _problems, _issues = rows_for(files, parse_blobs(git, added), OVERLAY_ROWS, info)
     con.execute("CREATE OR REPLACE TEMP TABLE overlay_obs AS SELECT * FROM obs_versions LIMIT 0")
     con.execute("CREATE OR REPLACE TEMP TABLE overlay_terms AS SELECT * FROM obs_terms LIMIT 0")
