@@ -43,6 +43,16 @@ def _start_watcher(repo: Repo, index: str) -> subprocess.Popen:
     raise AssertionError("the watcher never started")
 
 
+def _stop(watcher: subprocess.Popen) -> None:
+    """SIGTERM, and SIGKILL if a loaded machine keeps it from ending within a minute."""
+    watcher.terminate()
+    try:
+        watcher.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        watcher.wait()
+
+
 def _commit(repo: Repo, round_: int) -> str:
     for n in range(PER_COMMIT):
         doc = observation(obs_id(round_ * PER_COMMIT + n + 1), entity=f"task/{round_}", fields={"n": n})
@@ -76,8 +86,7 @@ def test_a_reader_right_after_a_commit_answers_at_that_commit_while_a_watcher_ru
     try:
         anyio.run(rounds)
     finally:
-        watcher.terminate()
-        watcher.wait(timeout=20)
+        _stop(watcher)
     assert stale == [], f"answers from an older commit (round, reader, total): {stale}"
 
 
@@ -103,5 +112,4 @@ def test_a_watcher_that_does_not_follow_is_waited_for_at_most_the_bound_then_the
         assert waited >= 1.0
     finally:
         watcher.send_signal(signal.SIGCONT)
-        watcher.terminate()
-        watcher.wait(timeout=20)
+        _stop(watcher)

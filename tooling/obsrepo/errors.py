@@ -15,6 +15,8 @@ This module imports nothing of ours.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
 
 VALIDATION_ERROR = "VALIDATION_ERROR"
@@ -33,6 +35,8 @@ WRITE_ERROR = "WRITE_ERROR"
 QUERY_TIMEOUT = "QUERY_TIMEOUT"
 QUERY_MEMORY_LIMIT = "QUERY_MEMORY_LIMIT"
 INTERNAL_ERROR = "INTERNAL_ERROR"
+
+_MENTIONED = re.compile(r"`([a-z_]+)`")  # a request field a message mentions
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -54,6 +58,22 @@ class ObsrepoError(Exception):
         if code is not None:
             self.code = code
         self.details = details
+
+    def renamed(self, names: Mapping[str, str]) -> ObsrepoError:
+        """The same failure in an adapter's words: the request field in `details["parameter"]`
+        (and at the start of the message, where the library puts it) becomes the adapter's
+        name for it (`at` → `--at`, `after` → `afterDate`); another field a message mentions is
+        written in backquotes (`commit`) and renamed too. Fields not in `names` stay."""
+        field = self.details.get("parameter")
+        name = names.get(field) if isinstance(field, str) else None
+        message = _MENTIONED.sub(lambda found: names.get(found.group(1), found.group(0)), self.message)
+        if isinstance(field, str) and name is not None and name != field:
+            self.details["parameter"] = name
+            if message.startswith(field) and message[len(field):len(field) + 1] in (" ", ":", ""):
+                message = name + message[len(field):]
+        self.message = message
+        self.args = (message,)
+        return self
 
     def envelope(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}

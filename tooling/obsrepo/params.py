@@ -33,13 +33,13 @@ def binding_from(given: str | None, environ: Mapping[str, str] = os.environ) -> 
     """The caller's binding: the given value, else OBSREPO_TENANT; set but empty is refused
     (fail closed), unset is no binding."""
     if given is not None:
-        return parse_binding(given, "--tenant")
+        return parse_binding(given, "tenant")
     text = environ.get(TENANT_ENV)
     return parse_binding(text, TENANT_ENV) if text is not None else {}
 
 
 def check_page(limit: int, offset: int, max_limit: int = MAX_LIMIT) -> None:
     if not 1 <= limit <= max_limit:
-        raise UsageError(f"--limit must be between 1 and {max_limit}", parameter="--limit")
+        raise UsageError(f"limit must be between 1 and {max_limit}", parameter="limit")
     if offset < 0:
-        raise UsageError("--offset must not be negative", parameter="--offset")
+        raise UsageError("offset must not be negative", parameter="offset")

@@ -35,7 +35,7 @@ def handled(func: Callable[..., int]) -> Callable[..., None]:
             _refuse_undecodable(kwargs)
             code = func(*args, **kwargs)
         except ObsrepoError as exc:
-            _report_error(exc, as_json)
+            _report_error(exc.renamed(cli_names()), as_json)
             code = exc.exit_code
         except click.exceptions.Exit:
             raise
@@ -109,6 +109,20 @@ def _write_crash_log(exc: BaseException) -> str | None:
         except Exception:  # noqa: BLE001 - try the next place
             continue
     return None
+
+
+def cli_names() -> dict[str, str]:
+    """The command line's name for each request field of the running command: a field named as
+    a parameter (`max_classification` → `--max-classification`, `base` → BASE), or as an
+    option's own spelling (`format` → `--format`, `to` → `--to`)."""
+    names: dict[str, str] = {}
+    for param in click.get_current_context().command.params:
+        label = param.opts[0] if param.param_type_name == "option" else (param.name or "").upper()
+        names[param.name or label] = label
+        for opt in param.opts:
+            if opt.startswith("--"):
+                names.setdefault(opt[2:].replace("-", "_"), label)
+    return names
 
 
 def _refuse_undecodable(kwargs: dict[str, Any]) -> None:

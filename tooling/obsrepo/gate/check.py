@@ -48,11 +48,11 @@ class CheckPlan:
 def plan_check(git: Git, request: CheckRequest) -> CheckPlan:
     """Resolve the request: revisions become full shas, paths become repository paths."""
     if request.staged and request.base is not None:
-        raise UsageError("--staged and --base cannot be combined", parameter="--staged")
+        raise UsageError("staged and base cannot be combined", parameter="staged")
     base_sha = None
     if request.base is not None:
-        base_sha = git.merge_base(git.resolve(request.base, "--base"), git.resolve("HEAD", "--base")) \
-            if git.has_head() else git.resolve(request.base, "--base")
+        base_sha = git.merge_base(git.resolve(request.base, "base"), git.resolve("HEAD", "base")) \
+            if git.has_head() else git.resolve(request.base, "base")
     wanted = _wanted_paths(git.root, request.cwd, request.paths)
     return CheckPlan(git.root, request.staged, base_sha, frozenset(wanted) if wanted is not None else None)
 

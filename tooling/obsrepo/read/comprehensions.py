@@ -18,10 +18,10 @@ def comprehensions(scope: ReadScope, domain: str | None = None, confidence: str 
                    limit: int = 50, offset: int = 0) -> dict[str, Any]:
     check_page(limit, offset)
     if confidence is not None and confidence not in CONFIDENCES:
-        raise UsageError(f"--confidence is one of {', '.join(CONFIDENCES)}", parameter="--confidence")
+        raise UsageError(f"confidence is one of {', '.join(CONFIDENCES)}", parameter="confidence")
     seq = scope.one("SELECT seq FROM commits WHERE sha = ?", [scope.at_commit])
     if seq is None:
-        raise UsageError("comprehensions are listed at commits of the indexed branch", parameter="--at")
+        raise UsageError("comprehensions are listed at commits of the indexed branch", parameter="at")
     clauses = [f"c.added_seq <= {int(seq[0])} AND c.removed_seq > {int(seq[0])}"]
     params: list[Any] = []
     if domain is not None:

@@ -177,7 +177,7 @@ def _edges(scope: ReadScope) -> list[dict[str, Any]]:
 
 def relationships(scope: ReadScope, entity: str, direction: str = "both", types: tuple[str, ...] = ()) -> dict[str, Any]:
     if direction not in ("in", "out", "both"):
-        raise UsageError("--direction is in, out or both", parameter="--direction")
+        raise UsageError("direction is in, out or both", parameter="direction")
     graph = _graph(scope)
     candidates = {id(e): e for side, edges in (("out", graph.out), ("in", graph.into)) if direction in (side, "both")
                   for e in edges.get(entity, ())}
@@ -195,9 +195,9 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
     from ..format.reduce import survivor
 
     if hops < 1:
-        raise UsageError("--hops must be at least 1", parameter="--hops")
+        raise UsageError("hops must be at least 1", parameter="hops")
     if direction not in ("in", "out", "both"):
-        raise UsageError("--direction is in, out or both", parameter="--direction")
+        raise UsageError("direction is in, out or both", parameter="direction")
     start = snapshot(scope, entity)["entity_id"]  # ENTITY_NOT_FOUND for an unknown start; merges
     merges = _merges(scope)
     members: dict[str, list[str]] = {}  # survivor → the entities merged into it

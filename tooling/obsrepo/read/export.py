@@ -88,12 +88,12 @@ def export(scope: ReadScope, request: QueryRequest, fmt: str, output: str | None
     binary stream `out` when `output` is None (parquet needs a folder). Returns {"format",
     "output", "count"}."""
     if fmt not in FORMATS:
-        raise UsageError(f"--format is one of {', '.join(FORMATS)}", parameter="--format")
+        raise UsageError(f"format is one of {', '.join(FORMATS)}", parameter="format")
     if fmt == "parquet":
         if output is None:
-            raise UsageError("parquet is written to a folder: give --output PATH", parameter="--output")
+            raise UsageError("output: parquet is written to a folder; name one", parameter="output")
         if os.path.exists(output) and (not os.path.isdir(output) or os.listdir(output)):
-            raise UsageError(f"--output {output} exists and is not an empty folder", parameter="--output")
+            raise UsageError(f"output {output} exists and is not an empty folder", parameter="output")
     if fmt == "markdown":
         count = _markdown(scope, request, output, out, progress)
         return {"format": fmt, "output": output, "count": count}

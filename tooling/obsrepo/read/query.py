@@ -43,14 +43,14 @@ class QueryRequest:
     def validate(self) -> None:
         check_page(self.limit, self.offset)
         if self.order not in ("asc", "desc"):
-            raise UsageError("--order is asc or desc", parameter="--order")
+            raise UsageError("order is asc or desc", parameter="order")
         for name in ("after", "before"):
             moment = getattr(self, name)
             if moment is not None and (moment.tzinfo is None or not _in_range(moment)):
-                raise UsageError(f"--{name} must be a timestamp with a timezone within {RANGE}", parameter=f"--{name}")
+                raise UsageError(f"{name} must be a timestamp with a timezone within {RANGE}", parameter=name)
         if self.max_classification is not None and self.max_classification not in CLASSIFICATION_RANK:
-            raise UsageError("--max-classification is public, internal, confidential or restricted",
-                             parameter="--max-classification")
+            raise UsageError("max_classification is public, internal, confidential or restricted",
+                             parameter="max_classification")
 
 
 def _in_range(moment: datetime) -> bool:

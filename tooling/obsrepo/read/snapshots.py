@@ -65,4 +65,4 @@ def provenance(scope: ReadScope, entity: str, field: str) -> dict[str, Any]:
 def parse_as_of(value: str) -> str:
     from ..times import parse_time
 
-    return format_timestamp(parse_time(value, "--as-of"))
+    return format_timestamp(parse_time(value, "as_of"))

@@ -37,11 +37,11 @@ def check_limits(timeout: float, memory_limit: str) -> str:
     """VALIDATION_ERROR for a timeout that is not a positive number of seconds or a memory limit
     DuckDB would not read as an amount; returns the memory limit normalised (`512 mb` → `512MB`)."""
     if not (isinstance(timeout, (int, float)) and 0 < timeout <= 86400):
-        raise UsageError("--timeout must be a number of seconds above 0 (at most 86400)", parameter="--timeout")
+        raise UsageError("timeout must be a number of seconds above 0 (at most 86400)", parameter="timeout")
     match = _MEMORY.fullmatch(memory_limit.strip())
     if not match or float(match.group(1)) <= 0:
-        raise UsageError(f"--memory-limit must be an amount such as 512MB or 2GB, got '{memory_limit}'",
-                         parameter="--memory-limit")
+        raise UsageError(f"memory_limit must be an amount such as 512MB or 2GB, got '{memory_limit}'",
+                         parameter="memory_limit")
     return f"{match.group(1)}{match.group(2).upper()}"
 
 

@@ -77,9 +77,9 @@ class Belief:
 
     def check(self) -> None:
         if self.effect not in EFFECTS:
-            raise UsageError(f"--effect is one of {', '.join(EFFECTS)}", parameter="--effect")
+            raise UsageError(f"effect is one of {', '.join(EFFECTS)}", parameter="effect")
         if self.effect == "contradict" and not self.statement:
-            raise UsageError("a contradicting observation needs the new belief: give --statement", parameter="--statement")
+            raise UsageError("statement: a contradicting observation needs the new belief", parameter="statement")
         if not re.fullmatch(COMPREHENSION_ID, self.comp_id):
             raise UsageError(f"'{self.comp_id}' is not a comprehension id (comp-…)", parameter="COMP_ID")
 

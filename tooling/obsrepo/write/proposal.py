@@ -172,7 +172,7 @@ def propose_edit(git: Git, states: TreeStates, path: str, edit: Edit, *, branch:
 def branch_name(git: Git, branch: str | None) -> str:
     branch = branch or DEFAULT_BRANCH
     if not git.valid_branch_name(branch):
-        raise UsageError(f"'{branch}' is not a valid branch name", parameter="--branch")
+        raise UsageError(f"branch '{branch}' is not a valid branch name", parameter="branch")
     return branch
 
 
@@ -221,9 +221,9 @@ def _publish(git: Git, branch: str, reason: str | Callable[[], str], build: Call
         tip, checked_out = git.branch_tip(branch)
         if checked_out:
             raise UsageError(f"branch '{branch}' is checked out in {checked_out}; a proposal never moves a "
-                             "checked-out branch: name another --branch, or write to the work tree (without --commit)",
-                             parameter="--branch")
-        start = tip or git.resolve("HEAD", "--branch")
+                             "checked-out branch: name another branch, or write to the work tree instead",
+                             parameter="branch")
+        start = tip or git.resolve("HEAD", "branch")
         built = build(start)
         if built is None:
             return None
@@ -258,10 +258,10 @@ def _never_written(git: Git, branch: str, failure: str) -> ObsrepoError | None:
         other = clash.removeprefix("refs/heads/")
         return UsageError(f"branch '{branch}' cannot be created next to the existing '{other}': git keeps branches as "
                           "files and folders, so one name cannot be both a branch and a folder of branches; name "
-                          "another --branch", parameter="--branch", branch=branch, clash=other)
+                          "another branch", parameter="branch", branch=branch, clash=other)
     if "File name too long" in failure:
         return UsageError(f"branch '{branch[:60]}…' ({len(branch)} characters) is too long to be a file name, as git "
-                          "keeps a branch; name a shorter --branch", parameter="--branch", branch=branch)
+                          "keeps a branch; name a shorter one", parameter="branch", branch=branch)
     locked = _LOCK_FILE.search(failure)
     if locked is not None and os.path.exists(locked.group(1)):
         return GitError(f"branch '{branch}' is locked: {locked.group(1)} exists. If no git process is running in this "

@@ -115,7 +115,7 @@ def feedback(state: RuleState, target: str, outcome: str, binding: dict[str, str
     """Feedback on `target` (accepted, rejected, rework, misleading), in the writer's `binding`,
     else the target's own tenant (the target must be visible to it)."""
     if outcome not in FEEDBACK_OUTCOMES:
-        raise UsageError(f"--outcome is one of {', '.join(FEEDBACK_OUTCOMES)}", parameter="--outcome")
+        raise UsageError(f"outcome is one of {', '.join(FEEDBACK_OUTCOMES)}", parameter="outcome")
     owner = target_tenant(state, target, binding)
     front: dict[str, Any] = {
         "source": source, "event": f"Feedback on {target}: {outcome}", "type": "feedback",
@@ -130,7 +130,7 @@ def reclassification(state: RuleState, targets: list[str], classification: str, 
                      source: str) -> dict[str, Any]:
     """Raise `targets` (observations of one tenant, visible to `binding`) to `classification`."""
     if classification not in CLASSIFICATIONS:
-        raise UsageError(f"--to is one of {', '.join(CLASSIFICATIONS)}", parameter="--to")
+        raise UsageError(f"classification is one of {', '.join(CLASSIFICATIONS)}", parameter="classification")
     if not targets:
         raise UsageError("name at least one observation", parameter="IDS")
     owners = {tuple(sorted(target_tenant(state, t, binding).items())) for t in targets}

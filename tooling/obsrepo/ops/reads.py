@@ -1,0 +1,421 @@
+"""Read operations: questions asked of the index at one commit, within the caller's binding.
+
+Each request holds what a caller gives (text, numbers, flags: what a JSON client can send);
+its operation parses every value once (values.py), errors naming the request's field, and asks
+the engine with values it can trust.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..errors import UsageError
+from .registry import Answer, operation
+from .session import Session
+from .values import Binding, Ceiling, Moment, Page
+
+
+# -- observations -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Query:
+    """Observations that match every filter given (AND): seed 002's query."""
+
+    scopes: tuple[str, ...] = ()
+    type: str | None = None
+    source: str | None = None
+    after: str | int | datetime | None = None
+    before: str | int | datetime | None = None
+    entity: str | None = None
+    text: str | None = None
+    max_classification: str | None = None
+    include_retracted: bool = False
+    include_expired: bool = False
+    unweighted: bool = False
+    limit: int = 50
+    offset: int = 0
+    order: str = "desc"
+    at: str | None = None
+    org: str | None = None  # tenant filters: narrow the caller's binding, never widen it
+    project: str | None = None
+    agent: str | None = None
+    user: str | None = None
+    overlay: bool | None = None  # a running watcher's drafts; default: the session's setting
+
+
+class QueryPage(Answer):
+    """{observations, total, limit, offset, at_commit}."""
+
+
+def filters(request: Query) -> Any:
+    """The engine's query request, every value parsed and checked (fields named)."""
+    from ..read.query import QueryRequest
+
+    page = Page.of(request.limit, request.offset)
+    if request.order not in ("asc", "desc"):
+        raise UsageError("order is asc or desc", parameter="order")
+    after, before = Moment.optional(request.after, "after"), Moment.optional(request.before, "before")
+    Ceiling.parse(request.max_classification, "max_classification")
+    return QueryRequest(scopes=tuple(request.scopes), type=request.type, source=request.source,
+                        after=after.value if after else None, before=before.value if before else None,
+                        entity=request.entity, text=request.text, max_classification=request.max_classification,
+                        include_retracted=request.include_retracted, include_expired=request.include_expired,
+                        unweighted=request.unweighted, limit=page.limit, offset=page.offset, order=request.order)
+
+
+def _where(request: Query) -> dict[str, str | None]:
+    return {"org": request.org, "project": request.project, "agent": request.agent, "user": request.user}
+
+
+@operation("query", "reads")
+def query(session: Session, request: Query) -> QueryPage:
+    """While `obsrepo watch` runs, the page also holds the work tree's valid drafts (records
+    with `uncommitted: true`) unless `overlay` is False or `at` is given."""
+    from ..read.query import run_query
+
+    engine = filters(request)
+    at = session.at(request.at)
+    binding = session.binding.narrow(_where(request))
+    if binding is None:  # a tenant filter outside the binding: nothing matches
+        return QueryPage({"observations": [], "total": 0, "limit": engine.limit, "offset": engine.offset,
+                          "at_commit": at.sha if at else None})
+    overlay = session.overlay if request.overlay is None else request.overlay
+    return QueryPage(session.read(lambda scope: run_query(scope, engine), at, binding, overlay=overlay,
+                                  ceiling=Ceiling(request.max_classification), include_expired=request.include_expired))
+
+
+@dataclass(frozen=True)
+class Export:
+    """Every observation `query` would match (paging aside), written to `output` or `out`."""
+
+    query: Query
+    format: str
+    output: str | None = None
+    out: Any = None  # a binary stream (standard output) when there is no `output`
+    progress: Any = None  # progress(done, total)
+
+
+class Exported(Answer):
+    """{format, output, count}."""
+
+
+@operation("export", "reads")
+def export(session: Session, request: Export) -> Exported:
+    from ..read.export import export as write_rows
+
+    engine = filters(request.query)
+    at = session.at(request.query.at)
+    # a tenant filter outside the binding: a binding nothing matches (no tenant value holds a space)
+    narrowed = session.binding.narrow(_where(request.query))
+    binding = Binding.of({"org": " "}) if narrowed is None else narrowed
+    # the statements are ours (no caller's SQL): the connection may write files
+    return Exported(session.read(
+        lambda scope: write_rows(scope, engine, request.format, request.output, out=request.out, progress=request.progress),
+        at, binding, ceiling=Ceiling(request.query.max_classification), include_expired=engine.include_expired,
+        sandbox=False))
+
+
+# -- entities ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Snapshot:
+    entity: str
+    at: str | None = None
+    as_of: str | int | None = None
+    explain: bool = False
+    max_classification: str | None = None
+    include_expired: bool = False
+
+
+class EntitySnapshot(Answer):
+    """The snapshot of docs/design.md §4 (with `merged_from`, and `explain`'s challengers)."""
+
+
+@operation("snapshot", "reads")
+def snapshot(session: Session, request: Snapshot) -> EntitySnapshot:
+    from ..read.snapshots import snapshot as reduce
+
+    moment = Moment.optional(request.as_of, "as_of")
+    ceiling = Ceiling.parse(request.max_classification, "max_classification")
+    return EntitySnapshot(session.read(
+        lambda scope: reduce(scope, request.entity, as_of=moment.iso() if moment else None, explain=request.explain),
+        session.at(request.at), ceiling=ceiling, include_expired=request.include_expired))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    entity: str
+    field: str
+    at: str | None = None
+    max_classification: str | None = None
+    include_expired: bool = False
+
+
+class FieldProvenance(Answer):
+    """{entity_id, field, value, observation_id, path, commit, author, committed_at, …}."""
+
+
+@operation("provenance", "reads")
+def provenance(session: Session, request: Provenance) -> FieldProvenance:
+    from ..read.snapshots import provenance as winner
+
+    ceiling = Ceiling.parse(request.max_classification, "max_classification")
+    return FieldProvenance(session.read(lambda scope: winner(scope, request.entity, request.field),
+                                        session.at(request.at), ceiling=ceiling, include_expired=request.include_expired))
+
+
+@dataclass(frozen=True)
+class Entities:
+    entity_type: str | None = None
+    limit: int = 50
+    offset: int = 0
+    at: str | None = None
+
+
+class EntityPage(Answer):
+    """{entities: [{entity_id, entity_type, observation_count, last_observation_at, snapshot}], total, …}."""
+
+
+@operation("entities", "reads")
+def entities(session: Session, request: Entities) -> EntityPage:
+    from ..read.entities import list_entities
+
+    page = Page.of(request.limit, request.offset)
+    return EntityPage(session.read(lambda scope: list_entities(scope, request.entity_type, limit=page.limit,
+                                                               offset=page.offset), session.at(request.at)))
+
+
+@dataclass(frozen=True)
+class Find:
+    identifier: str
+    entity_type: str | None = None
+    limit: int = 50
+    offset: int = 0
+    at: str | None = None
+
+
+@operation("find", "reads")
+def find(session: Session, request: Find) -> EntityPage:
+    """Entities whose key, name, email or other identifying field matches, whatever the case,
+    white space or punctuation."""
+    from ..read.entities import find as matching
+
+    page = Page.of(request.limit, request.offset)
+    return EntityPage(session.read(lambda scope: matching(scope, request.identifier, request.entity_type,
+                                                          limit=page.limit, offset=page.offset), session.at(request.at)))
+
+
+@dataclass(frozen=True)
+class Observations:
+    entity: str
+    limit: int = 50
+    offset: int = 0
+    at: str | None = None
+
+
+class ObservationPage(Answer):
+    """{entity_id, observations, total, limit, offset}."""
+
+
+@operation("observations", "reads")
+def observations(session: Session, request: Observations) -> ObservationPage:
+    from ..read.entities import observations_of
+
+    page = Page.of(request.limit, request.offset)
+    return ObservationPage(session.read(lambda scope: observations_of(scope, request.entity, limit=page.limit,
+                                                                      offset=page.offset), session.at(request.at)))
+
+
+@dataclass(frozen=True)
+class Relations:
+    entity: str
+    direction: str = "both"
+    types: tuple[str, ...] = ()
+    at: str | None = None
+
+
+class RelationList(Answer):
+    """{relationships: [{type, source_entity_id, target_entity_id, observation_id, path}], total}."""
+
+
+@operation("relations", "reads")
+def relations(session: Session, request: Relations) -> RelationList:
+    from ..read.entities import relationships
+
+    return RelationList(session.read(lambda scope: relationships(scope, request.entity, direction=request.direction,
+                                                                 types=tuple(request.types)), session.at(request.at)))
+
+
+@dataclass(frozen=True)
+class Related:
+    entity: str
+    types: tuple[str, ...] = ()
+    direction: str = "both"
+    hops: int = 1
+    at: str | None = None
+
+
+class Neighbourhood(Answer):
+    """{entities, relationships, total_entities, total_relationships, hops_traversed}."""
+
+
+@operation("related", "reads")
+def related(session: Session, request: Related) -> Neighbourhood:
+    from ..read.entities import related as walk
+
+    return Neighbourhood(session.read(lambda scope: walk(scope, request.entity, types=tuple(request.types),
+                                                         direction=request.direction, hops=request.hops),
+                                      session.at(request.at)))
+
+
+@dataclass(frozen=True)
+class Timeline:
+    entity: str | None = None
+    event_type: str | None = None
+    after: str | int | None = None
+    before: str | int | None = None
+    limit: int = 1000
+    offset: int = 0
+    at: str | None = None
+    max_classification: str | None = None
+
+
+class Events(Answer):
+    """{events: [{id, event_type, event_timestamp, entity_id, field, observation_id}], total}."""
+
+
+@operation("timeline", "reads")
+def timeline(session: Session, request: Timeline) -> Events:
+    from ..read.entities import timeline as events
+
+    page = Page.of(request.limit, request.offset)
+    low, high = Moment.optional(request.after, "after"), Moment.optional(request.before, "before")
+    ceiling = Ceiling.parse(request.max_classification, "max_classification")
+    return Events(session.read(lambda scope: events(scope, entity=request.entity, event_type=request.event_type,
+                                                    limit=page.limit, offset=page.offset,
+                                                    after=low.value if low else None, before=high.value if high else None),
+                               session.at(request.at), ceiling=ceiling))
+
+
+@dataclass(frozen=True)
+class History:
+    entity: str
+
+
+class Changes(Answer):
+    """{entity_id, changes: [{commit, committed_at, author, field, old, new, observation_id}]}."""
+
+
+@operation("history", "reads")
+def history(session: Session, request: History) -> Changes:
+    """How the entity's snapshot changed, commit by commit."""
+    from ..read.entities import history as changes
+
+    return Changes(session.read(lambda scope: changes(scope, request.entity)))
+
+
+@dataclass(frozen=True)
+class Show:
+    observation_id: str
+    at: str | None = None
+
+
+class Shown(Answer):
+    """One observation for a reviewer: front matter, body, the commit that added it, what it
+    corrects or retracts, who retracts it, the fields of its entity it wins."""
+
+
+@operation("show", "reads")
+def show(session: Session, request: Show) -> Shown:
+    from ..read.show import show as one
+
+    return Shown(session.read(lambda scope: one(scope, request.observation_id), session.at(request.at)))
+
+
+# -- beliefs, stewardship, the index ------------------------------------------------------------
+@dataclass(frozen=True)
+class Comprehensions:
+    domain: str | None = None
+    confidence: str | None = None
+    text: str | None = None
+    limit: int = 50
+    offset: int = 0
+
+
+class Beliefs(Answer):
+    """{comprehensions, total, limit, offset}."""
+
+
+@operation("comprehensions", "reads")
+def comprehensions(session: Session, request: Comprehensions) -> Beliefs:
+    """The beliefs of the indexed commit, by id."""
+    from ..read.comprehensions import comprehensions as listed
+
+    page = Page.of(request.limit, request.offset)
+    return Beliefs(session.read(lambda scope: listed(scope, request.domain, request.confidence, request.text,
+                                                     page.limit, page.offset)))
+
+
+@dataclass(frozen=True)
+class Retention:
+    at: str | None = None
+    limit: int = 50
+
+
+class Expiry(Answer):
+    """What the retention policies expired at the commit, and what expires next."""
+
+
+@operation("retention", "reads")
+def retention(session: Session, request: Retention) -> Expiry:
+    from ..read.retention import retention as expired
+
+    page = Page.of(request.limit)
+    return Expiry(session.read(lambda scope: expired(scope, page.limit), session.at(request.at), include_expired=True))
+
+
+@dataclass(frozen=True)
+class Status:
+    """The index's state: indexed commit, commits behind HEAD, the watcher and its overlay."""
+
+
+class IndexState(Answer):
+    """{index, indexed_commit, head, behind, watcher, overlay_documents, last_update, problem}."""
+
+
+@operation("status", "reads")
+def status(session: Session, request: Status) -> IndexState:
+    from ..index.status import index_status
+
+    return IndexState(index_status(session.git, session.index_file))
+
+
+@dataclass(frozen=True)
+class Sql:
+    """One read-only statement over the index's tables (every tenant's rows: unbound callers only)."""
+
+    statement: str
+    timeout: float = 30.0
+    memory_limit: str = "1GB"
+
+
+@dataclass(frozen=True)
+class Rows:
+    columns: list[str]
+    rows: list[tuple]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"columns": self.columns, "rows": [list(row) for row in self.rows]}
+
+
+@operation("sql", "reads")
+def sql(session: Session, request: Sql) -> Rows:
+    from ..read.sql import check_limits, run_sql
+
+    if session.binding:
+        raise UsageError("`sql` reads every tenant's rows; it is not available to a tenant-bound caller",
+                         parameter="tenant")
+    memory_limit = check_limits(request.timeout, request.memory_limit)
+    columns, rows = session.read(lambda con: run_sql(con, request.statement, timeout=request.timeout,
+                                                     memory_limit=memory_limit), scoped=False, memory_limit=memory_limit)
+    return Rows(columns, rows)

@@ -1,0 +1,189 @@
+"""The Session: one caller's hold on one repository, made once and handed to every operation.
+
+It holds git (discovered once), the caller's binding and ceiling, the index file, the proposal
+branch of writes that name none, and, for a long-running caller (the MCP server, the web
+view), the index kept open between requests. Reads go through `read`, the one loop that
+brings the index to HEAD first (read your own commit, docs/design.md §8a) and rebuilds it from
+git once when DuckDB reports it damaged. Writes of one process run one at a time (`writing`):
+the write path's rule state is shared.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .. import errors
+from ..errors import IndexFault, ObsrepoError, UsageError
+from ..gitstore import Git
+from .values import NO_CEILING, UNBOUND, Binding, Ceiling, ProposalBranch, Rev
+
+T = TypeVar("T")
+Progress = Callable[[int, int], None]
+
+
+class Session:
+    def __init__(self, path: str = ".", *, index: str | None = None, binding: Binding = UNBOUND,
+                 ceiling: Ceiling = NO_CEILING, branch: str | None = None, progress: Progress | None = None,
+                 overlay: bool = True) -> None:
+        """`progress(done, total)` is called while a missing or outdated index is built for a read.
+        `overlay`: whether reads show a running watcher's uncommitted drafts (docs/design.md §13).
+        `ceiling`: nothing above it is read (§14). `branch`: the proposal branch of writes that
+        name none (default obsrepo/proposals)."""
+        from ..index.paths import index_path
+
+        self.git = Git.at(path)
+        self.root = self.git.root
+        self.index_file = index_path(self.root, index)
+        self.binding = binding
+        self.ceiling = ceiling
+        self.progress = progress
+        self.overlay = overlay
+        if branch is not None and not self.git.valid_branch_name(branch):
+            raise UsageError(f"branch '{branch}' is not a valid branch name", parameter="branch")
+        self.branch = branch
+        self.writing = threading.RLock()  # one write at a time per process: the rule state is shared
+        self._states: Any = None  # the write path's rule state, moved along with the proposal branch
+        self._live: Any = None  # a LiveIndex once `keep_open` was called
+
+    # -- revisions -----------------------------------------------------------------------
+    def rev(self, name: str, field: str) -> Rev:
+        """`name` as one commit (§8a), errors naming `field`."""
+        return Rev.of(self.git, name, field)
+
+    def rev_or_head(self, name: str | None, field: str) -> Rev:
+        return self.rev("HEAD" if name is None else name, field)
+
+    def at(self, name: str | None, field: str = "at") -> Rev | None:
+        """A read's commit: None (the tip served) when not given; anything given must resolve."""
+        return None if name is None else self.rev(name, field)
+
+    # -- the index kept open ---------------------------------------------------------------
+    def keep_open(self) -> None:
+        """Serve many reads from one long-running process: keep a read-only connection to the
+        index open between reads. Before each read the index is still brought to HEAD (in this
+        process) when HEAD moved, so no read answers from a stale commit. Reads may then run on
+        several threads at once. `close` ends it."""
+        from ..index import IndexFiles
+        from ..index.live import LiveIndex
+
+        if self._live is None:
+            self._live = LiveIndex(self.git, IndexFiles(self.index_file), progress=self.progress)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.close()
+            self._live = None
+
+    def build(self, target: Rev, *, full: bool = False, strict: bool = False, progress: Progress | None = None) -> Any:
+        from ..index import IndexFiles, build_index
+
+        return build_index(self.git, IndexFiles(self.index_file), target.sha, full=full, progress=progress, strict=strict)
+
+    def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
+        """A connection to the index at HEAD (read your own commit); `follow_head=False`: the
+        index as it is (built at HEAD only when missing or damaged)."""
+        if self._live is not None and follow_head and not any(v for k, v in settings.items() if k != "overlay"):
+            return self._live.lease()  # with a running watcher's overlay attached: the scope decides
+        from ..index import IndexFiles, reader_at_least
+        from ..index.freshness import wait_for_watcher
+        from ..index.watch_lock import watcher_pid
+
+        files = IndexFiles(self.index_file)
+        head = self.git.resolve("HEAD")  # GIT_ERROR when the repository has no commits yet
+        if not follow_head:
+            return reader_at_least(self.git, files, None, progress=self.progress, **settings)
+        if watcher_pid(self.index_file) is not None:  # read your own commit (§8a): the watcher's update first
+            con = reader_at_least(self.git, files, None, progress=self.progress, **settings)
+            if con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0] == head:
+                return con
+            con.close()
+            wait_for_watcher(self.index_file, head)
+        return reader_at_least(self.git, files, head, progress=self.progress, **settings)
+
+    def read(self, work: Callable[[Any], T], at: Rev | None = None, binding: Binding | None = None, *,
+             scoped: bool = True, overlay: bool = False, ceiling: Ceiling = NO_CEILING, include_expired: bool = False,
+             follow_head: bool = True, **settings: Any) -> T:
+        """Run `work(scope)` over a read scope of commit `at` (default: the indexed tip) and the
+        session's binding (or `binding`, a narrower one); `scoped=False` hands `work` the bare
+        connection instead. If DuckDB reports a damaged file on the way (a bad block checksum,
+        a missing table), rebuild the index from git and run it once more."""
+        from ..index.engine import damage_errors
+        from ..read.scope import ReadScope
+
+        tenant = (self.binding if binding is None else binding).as_dict()
+        for attempt in (1, 2):
+            con = self._reader(follow_head, overlay=overlay and at is None, **settings)
+            try:
+                if not scoped:
+                    return work(con)
+                scope = ReadScope(con, self.git, None if at is None else at.sha, tenant, overlay=overlay,
+                                  ceiling=self.ceiling.under(ceiling).level, include_expired=include_expired)
+                try:
+                    return work(scope)
+                finally:
+                    scope.close()
+            except damage_errors() as exc:
+                if attempt == 2:
+                    raise IndexFault(f"the index is damaged and rebuilding did not help: {exc}") from None
+            except _duckdb_error() as exc:  # any other DuckDB failure leaves the library as one of ours
+                raise ObsrepoError(f"the index could not answer: {type(exc).__name__}: {exc}",
+                                   code=errors.INTERNAL_ERROR, duckdb=type(exc).__name__) from exc
+            finally:
+                con.close()
+            if self._live is not None:  # it holds the path open: it closes, rebuilds and reopens
+                self._live.rebuild()
+            else:
+                self.build(self.rev("HEAD", "at"), full=True)
+        raise AssertionError("unreachable")
+
+    # -- the write path ----------------------------------------------------------------------
+    def tree_states(self) -> Any:
+        """The write path's rule state, moved along with the proposal branch; a bound writer's
+        holds the documents its tenant can see (docs/design.md §8a)."""
+        if self._states is None:
+            from ..write.proposal import TreeStates
+
+            self._states = TreeStates(self.git, self.binding.as_dict())
+        return self._states
+
+    def branch_of(self, destination: ProposalBranch) -> str | None:
+        return destination.name or self.branch
+
+    def statement_base(self, destination: ProposalBranch | None) -> str:
+        """The commit a statement is made against: the proposal branch's tip, else HEAD."""
+        from ..write.proposal import DEFAULT_BRANCH
+
+        if destination is not None:
+            tip, _ = self.git.branch_tip(self.branch_of(destination) or DEFAULT_BRANCH)
+            if tip:
+                return tip
+        return self.git.resolve("HEAD")
+
+    def documents(self, destination: ProposalBranch | None) -> Any:
+        """The rule state of the documents a statement may name: the proposal branch's tip
+        (else HEAD) for a commit, else every document of the work tree, committed or not; a
+        bound writer's, the documents its tenant can see."""
+        if destination is not None:
+            return self.tree_states().at(self.statement_base(destination))
+        from ..gate.addition import RuleState
+        from ..gate.cache import AnalysisCache
+        from ..gate.check import analyze_source
+        from ..gate.sources import worktree
+
+        cache = AnalysisCache.open(self.git)
+        analyses = analyze_source(worktree(self.root), cache)
+        cache.save()
+        return RuleState.of(analyses, self.binding.as_dict())
+
+    def default_source(self) -> str:
+        from ..write.proposal import default_source
+
+        return default_source(self.git)
+
+
+def _duckdb_error() -> type[BaseException]:
+    import duckdb
+
+    return duckdb.Error

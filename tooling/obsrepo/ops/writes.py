@@ -1,0 +1,223 @@
+"""Write operations: each adds one new document (docs/design.md §11), into the work tree or as
+one new commit on a proposal branch (`destination`), judged on what the writer's tenant can
+see (§8a). Nothing is ever edited in place. Writes of one process run one at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .registry import Answer, operation
+from .session import Session
+from .values import Destination, ProposalBranch, WorkTree
+
+
+class Written(Answer):
+    """{id, path, content_hash} and, for a commit, {commit, branch}."""
+
+
+def _proposal(destination: Destination) -> ProposalBranch | None:
+    return destination if isinstance(destination, ProposalBranch) else None
+
+
+def write(session: Session, front: dict[str, Any], body: str, destination: Destination, tool: str) -> Written:
+    """One new observation, stamped with the writer's tenant, where `destination` says."""
+    from ..write.statements import stamp_tenant
+
+    binding = session.binding.as_dict()
+    front = stamp_tenant(front, binding)
+    if isinstance(destination, ProposalBranch):
+        from ..write.proposal import propose
+
+        with session.writing:
+            return Written(propose(session.git, session.tree_states(), front, body,
+                                   branch=session.branch_of(destination), tool=tool).as_dict())
+    from ..write.new import create
+
+    return Written(create(session.git, front, body, binding=binding).as_dict())
+
+
+@dataclass(frozen=True)
+class New:
+    """One new observation from its front matter (without `spec` and `id`) and body."""
+
+    front: dict[str, Any]
+    body: str = ""
+    destination: Destination = WorkTree()
+    tool: str = "new"
+
+
+@operation("new", "writes")
+def new(session: Session, request: New) -> Written:
+    return write(session, request.front, request.body, request.destination, request.tool)
+
+
+@dataclass(frozen=True)
+class Correct:
+    entity: str
+    field: str
+    value: Any
+    reason: str
+    source: str | None = None
+    allow_type_change: bool = False
+    destination: Destination = ProposalBranch()
+
+
+@operation("correct", "writes")
+def correct(session: Session, request: Correct) -> Written:
+    """A priority-1000 observation that `corrects` the observation winning the field, read at
+    the proposal branch's tip when it exists (earlier proposals count), else at HEAD. A value of
+    another JSON type than the current one is refused (rule `type-change`) unless allowed."""
+    from ..read.snapshots import provenance
+    from ..write.statements import correction, refuse_type_change, target_tenant
+
+    proposal = _proposal(request.destination)
+    with session.writing:
+        at = session.rev(session.statement_base(proposal), "at")
+        found = session.read(lambda scope: provenance(scope, request.entity, request.field), at)
+        if not request.allow_type_change:
+            refuse_type_change(request.entity, request.field, found["value"], request.value)
+        winner = found["observation_id"]
+        winner = winner[0] if isinstance(winner, list) else winner
+        documents = session.documents(proposal)
+        tenant = target_tenant(documents, winner, session.binding.as_dict())
+        front = correction(request.entity, request.field, request.value, winner, tenant, reason=request.reason,
+                           source=request.source or session.default_source(),
+                           winner_timestamp=documents.by_id[winner].get("timestamp"))
+        return write(session, front, "", request.destination, "correct")
+
+
+@dataclass(frozen=True)
+class Retract:
+    observation_id: str
+    reason: str
+    source: str | None = None
+    destination: Destination = ProposalBranch()
+
+
+@operation("retract", "writes")
+def retract(session: Session, request: Retract) -> Written:
+    """Withdraw an observation from queries and snapshots: a new observation that `retracts` it."""
+    from ..write.statements import retraction, target_tenant
+
+    proposal = _proposal(request.destination)
+    with session.writing:
+        session.statement_base(proposal)  # GIT_ERROR before the first commit, whatever the destination
+        tenant = target_tenant(session.documents(proposal), request.observation_id,
+                               session.binding.as_dict())
+        front = retraction(request.observation_id, tenant, reason=request.reason,
+                           source=request.source or session.default_source())
+        return write(session, front, "", request.destination, "retract")
+
+
+@dataclass(frozen=True)
+class Relate:
+    source_entity: str
+    type: str
+    target: str
+    source: str | None = None
+    destination: Destination = ProposalBranch()
+
+
+@operation("relate", "writes")
+def relate(session: Session, request: Relate) -> Written:
+    """A relation SOURCE —TYPE→ TARGET (PART_OF, DEPENDS_ON, REFERS_TO, … or your own UPPER_SNAKE)."""
+    from ..write.statements import relation
+
+    front = relation(request.source_entity, request.type, request.target, source=request.source or session.default_source())
+    return write(session, front, "", request.destination, "relate")
+
+
+@dataclass(frozen=True)
+class Merge:
+    from_entity: str
+    into_entity: str
+    reason: str
+    source: str | None = None
+    destination: Destination = ProposalBranch()
+
+
+@operation("merge", "writes")
+def merge(session: Session, request: Merge) -> Written:
+    """Merge FROM into INTO (DUPLICATE_OF): FROM's observations count for INTO from then on."""
+    from ..write.statements import merge as merged
+
+    front = merged(request.from_entity, request.into_entity, reason=request.reason,
+                   source=request.source or session.default_source())
+    return write(session, front, "", request.destination, "merge")
+
+
+@dataclass(frozen=True)
+class Feedback:
+    target: str
+    outcome: str
+    session: str | None = None
+    source: str | None = None
+    timestamp: str | None = None
+    destination: Destination = ProposalBranch()
+
+
+@operation("feedback", "writes")
+def feedback(session: Session, request: Feedback) -> Written:
+    """Feedback on an observation (accepted, rejected, rework, misleading), folded into its
+    weight, in the writer's tenant (else the target's); the target is looked up where the
+    write goes."""
+    from ..write.statements import feedback as outcome
+
+    front = outcome(session.documents(_proposal(request.destination)), request.target, request.outcome,
+                    session.binding.as_dict(), session=request.session, source=request.source or session.default_source(),
+                    timestamp=request.timestamp)
+    return write(session, front, "", request.destination, "feedback")
+
+
+@dataclass(frozen=True)
+class Reclassify:
+    targets: tuple[str, ...]
+    classification: str
+    reason: str | None = None
+    source: str | None = None
+    destination: Destination = ProposalBranch()
+
+
+@operation("reclassify", "writes")
+def reclassify(session: Session, request: Reclassify) -> Written:
+    """Raise the classification of observations (one tenant's); `reason` is the body."""
+    from ..write.statements import reclassification
+
+    front = reclassification(session.documents(_proposal(request.destination)), list(request.targets),
+                             request.classification, session.binding.as_dict(),
+                             source=request.source or session.default_source())
+    return write(session, front, request.reason or "", request.destination, "reclassify")
+
+
+@dataclass(frozen=True)
+class Comprehend:
+    comprehension_id: str
+    observation: str
+    effect: str
+    statement: str | None = None
+    reasoning: str | None = None
+    destination: Destination = ProposalBranch()
+
+
+class Belief(Answer):
+    """{id, path, version, previous_confidence, confidence, changed} (and commit, branch)."""
+
+
+@operation("comprehend", "writes")
+def comprehend(session: Session, request: Comprehend) -> Belief:
+    """The next version of a comprehension document after an observation (confirm, contradict,
+    neutral); `changed` is False when the observation was already cited (nothing written)."""
+    from ..write.comprehend import Belief as Edit
+    from ..write.comprehend import comprehend as in_work_tree
+    from ..write.comprehend import comprehend_commit
+
+    belief = Edit(request.comprehension_id, request.observation, request.effect, request.statement, request.reasoning)
+    binding = session.binding.as_dict()
+    if isinstance(request.destination, ProposalBranch):
+        with session.writing:
+            return Belief(comprehend_commit(session.git, session.tree_states(), belief, tenant=binding,
+                                            branch=session.branch_of(request.destination)))
+    belief.check()
+    return Belief(in_work_tree(session.root, session.documents(None), belief, tenant=binding).as_dict())
