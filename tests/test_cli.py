@@ -225,9 +225,9 @@ def _log_named_in(message: str) -> Path:
 
 
 def test_an_internal_error_names_a_log_file_holding_the_traceback(in_repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
-    import obsrepo.cli.render
+    import obsrepo.cli.reads
 
-    monkeypatch.setattr(obsrepo.cli.render, "render_observations", _simulated_bug)
+    monkeypatch.setattr(obsrepo.cli.reads, "observation_lines", _simulated_bug)
     result = CliRunner().invoke(main, ["query"])
     assert result.exit_code == 5, result.output
     assert "error: INTERNAL_ERROR: " in result.stderr and "Traceback" not in result.stderr

@@ -11,8 +11,8 @@ import html
 import json
 from typing import Any
 
-from ..format.report import plural as _plural
-from ..format.report import printable
+from ..ops.surface import plural as _plural
+from ..ops.surface import printable
 
 MARKDOWN_LIMIT = 60_000
 VALUE_LIMIT = 200  # characters of one value shown in a table cell

@@ -6,9 +6,8 @@ import json
 
 import click
 
-from ..format.report import Report, plural
-from ..read.render import render_observations  # noqa: F401 - the query command's modes
-from ..read.render import stamp_ms as _stamp_ms
+from ..ops.surface import Report, plural
+from ..ops.surface import stamp_ms as _stamp_ms
 
 
 def _escape(value: str, *, prop: bool = False) -> str:

@@ -9,10 +9,11 @@ from typing import Any
 import click
 
 from .. import errors
-from ..format.report import plural
-from ..format.vocabulary import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES
-from ..params import TENANT_KEYS
-from . import _emit_json, _progress_bar, _repository, examples, handled, json_or_text, main, read_options
+from ..ops import Comprehend, Comprehensions, Export, Feedback, Query, Reclassify, Retention, destination, run
+from ..ops.surface import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES, TENANT_KEYS, plural
+from .app import main
+from .errors import _emit_json, handled
+from .options import _progress_bar, examples, json_or_text, read_options, session
 from .write import branch_option, commit_option, render_written, write_options, writer
 
 
@@ -31,9 +32,8 @@ def feedback(observation_id: str, outcome: str, session: str | None, as_commit: 
     The index folds feedback into a weight per observation (an exponential moving average,
     starting at 1.0) that ranks `query --text`. The feedback is in your tenant, else the target's.
     """
-    result = writer(tenant).feedback(observation_id, outcome, session=session, source=source, branch=branch,
-                                      commit=as_commit)
-    return render_written(result, output_format)
+    request = Feedback(observation_id, outcome, session, source, None, destination(as_commit, branch))
+    return render_written(run(writer(tenant), request), output_format)
 
 
 @main.command(epilog=examples("obsrepo reclassify obs-20260213-102500-0001 --to restricted",
@@ -50,9 +50,8 @@ def reclassify(ids: tuple[str, ...], classification: str, reason: str | None, as
     Classifications only go up: the effective level is the most restrictive of the declared
     one, the content rules and every reclassify document.
     """
-    result = writer(tenant).reclassify(list(ids), classification, reason=reason, source=source, branch=branch,
-                                        commit=as_commit)
-    return render_written(result, output_format)
+    request = Reclassify(tuple(ids), classification, reason, source, destination(as_commit, branch))
+    return render_written(run(writer(tenant), request), output_format)
 
 
 @main.command(epilog=examples("obsrepo retention", "obsrepo retention --at v1.2 --format json"))
@@ -67,7 +66,7 @@ def retention(at: str | None, limit: int, output_format: str, tenant: str | None
     An observation expires when the commit's committer time reaches its timestamp plus the
     shortest ttl among the policies that match its type or effective classification.
     """
-    result = _repository(index_path, tenant).retention(at=at, limit=limit)
+    result = run(session(index_path, tenant), Retention(at, limit)).to_json()
     if output_format == "json":
         _emit_json(result)
         return errors.EXIT_OK
@@ -119,20 +118,14 @@ def export(output_format: str, output: str | None, at: str | None, tenant: str |
     The tenant binding and the ceiling always apply. CSV columns start with id, agent,
     project, timestamp, classification, content_hash, feedback_weight, content.
     """
-    from ..read.query import QueryRequest, parse_time
-
-    request = QueryRequest(
-        scopes=filters["scopes"], type=filters["type_"], source=filters["source"], entity=filters["entity"],
-        text=filters["text"], include_retracted=filters["include_retracted"], include_expired=filters["include_expired"],
-        after=parse_time(filters["after"], "--after") if filters["after"] else None,
-        before=parse_time(filters["before"], "--before") if filters["before"] else None,
-        max_classification=filters["max_classification"])
-    request.validate()
-    where = {key: filters[key] for key in TENANT_KEYS if filters[key]}
-    progress = _progress_bar("exporting")
+    query = Query(scopes=filters["scopes"], type=filters["type_"], source=filters["source"], entity=filters["entity"],
+                  text=filters["text"], include_retracted=filters["include_retracted"],
+                  include_expired=filters["include_expired"], after=filters["after"], before=filters["before"],
+                  max_classification=filters["max_classification"], at=at,
+                  **{key: filters[key] for key in TENANT_KEYS})
+    request = Export(query, output_format, output, out=sys.stdout.buffer, progress=_progress_bar("exporting"))
     try:
-        result = _repository(index_path, tenant).export(request, output_format, output, at=at, where=where,
-                                                        out=sys.stdout.buffer, progress=progress)
+        result = run(session(index_path, tenant), request).to_json()
     except BrokenPipeError:  # `obsrepo export | head`: the reader has what it wanted
         import os
 
@@ -167,8 +160,8 @@ def comprehend(comp_id: str, observation: str, effect: str, statement: str | Non
     Nothing is written when the observation is already cited. With --commit the version at the
     proposal branch's tip (else HEAD) gets the update, as one commit on that branch.
     """
-    updated = writer(tenant).comprehend(comp_id, observation, effect, statement=statement, reasoning=reasoning,
-                                         branch=branch, commit=as_commit)
+    request = Comprehend(comp_id, observation, effect, statement, reasoning, destination(as_commit, branch))
+    updated = run(writer(tenant), request).to_json()
     if output_format == "json":
         _emit_json(updated)
     elif updated["changed"]:
@@ -193,8 +186,7 @@ def comprehend(comp_id: str, observation: str, effect: str, statement: str | Non
 def comprehensions(domain: str | None, confidence: str | None, text: str | None, limit: int, offset: int,
                    output_format: str, tenant: str | None, index_path: str | None) -> int:
     """Beliefs (comprehension documents) of the indexed commit, by id."""
-    result = _repository(index_path, tenant).comprehensions(domain=domain, confidence=confidence, text=text,
-                                                            limit=limit, offset=offset)
+    result = run(session(index_path, tenant), Comprehensions(domain, confidence, text, limit, offset)).to_json()
     if output_format == "json":
         _emit_json(result)
     elif not result["comprehensions"]:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 import click
 
 from .. import errors
-from ..params import binding_from
-from . import FORMATS, _emit_json, examples, handled, main
+from ..ops import Answer, Binding, Correct, Merge, Relate, Retract, Session, destination, run
+from ..ops.surface import parse_field
+from .app import main
+from .errors import _emit_json, handled
+from .options import FORMATS, examples
 
 commit_option = click.option("--commit", "as_commit", is_flag=True,
                              help="Commit on a proposal branch instead of writing into the work tree.")
@@ -35,13 +37,13 @@ def write_options(func: Callable) -> Callable:
     return func
 
 
-def writer(tenant: str | None) -> Any:
-    from ..api import Repository
+def writer(tenant: str | None) -> Session:
+    """The door for a write: --tenant (else OBSREPO_TENANT) binds the writer."""
+    return Session(os.getcwd(), binding=Binding.configured(tenant, "tenant"))
 
-    return Repository(os.getcwd(), tenant=binding_from(tenant))
 
-
-def render_written(result: dict[str, Any], output_format: str) -> int:
+def render_written(answer: Answer, output_format: str) -> int:
+    result = answer.to_json()
     if output_format == "json":
         _emit_json(result)
     elif result.get("commit"):
@@ -72,12 +74,9 @@ def correct(entity: str, field: str, value: str, reason: str, allow_type_change:
     is refused (VALIDATION_ERROR, rule type-change, exit 1) unless --allow-type-change; null,
     which clears the field, always passes.
     """
-    from ..write.new import parse_field
-
-    parsed = parse_field(f"{field}={value}", "VALUE")[1]
-    result = writer(tenant).correct(entity, field, parsed, reason=reason, branch=branch, commit=as_commit, source=source,
-                                    allow_type_change=allow_type_change)
-    return render_written(result, output_format)
+    parsed = parse_field(f"{field}={value}", "value")[1]
+    request = Correct(entity, field, parsed, reason, source, allow_type_change, destination(as_commit, branch))
+    return render_written(run(writer(tenant), request), output_format)
 
 
 @main.command(epilog=examples('obsrepo retract obs-20260213-102500-0001 --reason "Recorded for the wrong company"',
@@ -89,8 +88,8 @@ def correct(entity: str, field: str, value: str, reason: str, allow_type_change:
 def retract(obs_id: str, reason: str, as_commit: bool, branch: str | None, source: str | None, tenant: str | None,
             output_format: str) -> int:
     """Withdraw an observation from queries and snapshots (the file stays in history)."""
-    result = writer(tenant).retract(obs_id, reason=reason, branch=branch, commit=as_commit, source=source)
-    return render_written(result, output_format)
+    request = Retract(obs_id, reason, source, destination(as_commit, branch))
+    return render_written(run(writer(tenant), request), output_format)
 
 
 @main.command(epilog=examples("obsrepo relate invoice/inv-2041 PART_OF company/acme",
@@ -108,8 +107,8 @@ def relate(source_entity: str, relation_type: str, target: str, as_commit: bool,
     own UPPER_SNAKE_CASE name. TARGET must be an entity with observations; PART_OF and
     DEPENDS_ON may not close a cycle.
     """
-    result = writer(tenant).relate(source_entity, relation_type, target, branch=branch, commit=as_commit, source=source)
-    return render_written(result, output_format)
+    request = Relate(source_entity, relation_type, target, source, destination(as_commit, branch))
+    return render_written(run(writer(tenant), request), output_format)
 
 
 @main.command(epilog=examples('obsrepo merge company/acme-corp company/acme --reason "Same company, two spellings"',
@@ -125,5 +124,5 @@ def merge(from_entity: str, into_entity: str, reason: str, as_commit: bool, bran
 
     An entity is merged at most once (ENTITY_ALREADY_MERGED); merges may not form a cycle.
     """
-    result = writer(tenant).merge(from_entity, into_entity, reason=reason, branch=branch, commit=as_commit, source=source)
-    return render_written(result, output_format)
+    request = Merge(from_entity, into_entity, reason, source, destination(as_commit, branch))
+    return render_written(run(writer(tenant), request), output_format)

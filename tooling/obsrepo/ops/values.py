@@ -130,6 +130,8 @@ class Binding:
                 continue
             if key not in TENANT_KEYS:
                 raise UsageError(f"{key} is not a tenant key ({', '.join(TENANT_KEYS)})", parameter=key)
+            if not value or "\0" in value:  # never "any": an empty filter is refused, not ignored
+                raise UsageError(f"{key} must be a tenant value, not empty", parameter=key)
             if key in narrowed and narrowed[key] != value:
                 return None
             narrowed[key] = value

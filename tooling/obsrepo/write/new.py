@@ -140,7 +140,7 @@ def create(git: Git, front: dict[str, Any], body: str = "", now: datetime | None
     return Created(made.id, path, made.content_hash)
 
 
-def parse_field(text: str, parameter: str = "--field") -> tuple[str, Any]:
+def parse_field(text: str, parameter: str = "field") -> tuple[str, Any]:
     """`key=value`: the value is JSON when it parses as JSON (numbers, true, null, [..]),
     otherwise the string as written (`country=NO` stays "NO"). JSON the front matter cannot
     hold (a non-finite number, a duplicate key, nesting deeper than 32 levels) is refused."""
@@ -150,7 +150,7 @@ def parse_field(text: str, parameter: str = "--field") -> tuple[str, Any]:
     try:
         value = _loads(raw)
     except _Refused as exc:
-        label = parameter if parameter != "--field" else f"{parameter} {key}"
+        label = parameter if parameter != "field" else f"{parameter} {key}"
         raise UsageError(f"{label}: {exc}", parameter=parameter) from None
     except ValueError:
         value = raw
@@ -169,7 +169,7 @@ def parse_json_object(text: str, parameter: str) -> dict[str, Any]:
     return value
 
 
-def read_json_input(source: str, parameter: str = "--json") -> tuple[dict[str, Any], str]:
+def read_json_input(source: str, parameter: str = "json") -> tuple[dict[str, Any], str]:
     """`--json FILE` (`-`: stdin): the front matter, and the body taken out of it."""
     front = parse_json_object(read_text(source, parameter), parameter)
     body = front.pop("body", "") or ""
@@ -194,7 +194,7 @@ def read_text(source: str, parameter: str) -> str:
         raise InputError(f"{parameter}: the input is not UTF-8 text", parameter=parameter) from None
 
 
-def option_timestamp(value: str, parameter: str = "--timestamp") -> str:
+def option_timestamp(value: str, parameter: str = "timestamp") -> str:
     """A `--timestamp` option, read like every time option (a date is midnight UTC), in the
     canonical spelling (UTC, `Z`)."""
     return format_timestamp(parse_time(value, parameter))

@@ -1,0 +1,88 @@
+"""Options and helpers every command shares: the door's Session for a command, --index,
+--tenant, --at, paging, output formats, the progress bar and the JSON/text answer."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+import click
+
+from .. import errors
+from ..ops import Answer, Binding, Session
+from .errors import _emit_json
+
+FORMATS = click.Choice(["text", "json"])
+
+
+def examples(*lines: str) -> str:
+    """A command's epilog: its examples, kept line by line (click's \\b marker)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def session(index: str | None = None, tenant: str | None = None, branch: str | None = None) -> Session:
+    """The door for one command: the repository around the working folder, the binding of
+    --tenant (else OBSREPO_TENANT), the index of --index (else OBSREPO_INDEX)."""
+    return Session(os.getcwd(), index=index, binding=Binding.configured(tenant, "tenant"),
+                   progress=_progress_bar("indexing"), branch=branch)
+
+
+index_option = click.option("--index", "index_path", metavar="PATH", envvar="OBSREPO_INDEX",
+                            help="The index file (default .obsrepo/index.duckdb, or OBSREPO_INDEX).")
+
+
+tenant_option = click.option("--tenant", metavar="org=…[,project=…]", help="Bind every read to this tenant (or OBSREPO_TENANT).")
+
+
+def read_options(func: Callable) -> Callable:
+    """The options every read command has: the tenant binding and the index file. The command
+    receives them as `tenant` and `index_path` and hands them to `session`."""
+    return tenant_option(index_option(func))
+
+
+def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] | None:
+    """A progress bar on stderr when stderr is a terminal (None otherwise: pipes, CI and logs
+    stay clean). When done it stays on its own line with `keep`, else it is wiped."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        line = f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {100 * done // max(total, 1):3d}%"
+        sys.stderr.write(line)
+        if done >= total:
+            sys.stderr.write("\n" if keep else "\r" + " " * (len(line) - 1) + "\r")
+        sys.stderr.flush()
+
+    return show
+
+
+def _json_out(answer: Answer, output_format: str) -> int:
+    result = answer.to_json()
+    if output_format == "json":
+        _emit_json(result)
+    else:
+        from .render import render_generic
+
+        click.echo(render_generic(result))
+    return errors.EXIT_OK
+
+
+json_or_text = click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="text", show_default=True,
+                            help="text: readable lines; json: the full result object.")
+
+
+at_option = click.option("--at", metavar="REV", help="The repository as it was at REV.")
+
+
+paging = [click.option("--limit", type=int, default=50, show_default=True, help="At most this many (1..1000)."),
+          click.option("--offset", type=int, default=0, help="Skip this many first (for the next page).")]
+
+
+def _paged(func: Callable) -> Callable:
+    for option in reversed(paging):
+        func = option(func)
+    return func
+

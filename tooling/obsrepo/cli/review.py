@@ -1,0 +1,48 @@
+"""`obsrepo diff`: what a change does to the reduced truth, for a reviewer."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import errors
+from ..ops import Diff, run
+from ..ops.surface import write_replacing
+from .app import main
+from .errors import _emit_json, handled
+from .options import examples, read_options, session
+
+
+@main.command(epilog=examples("obsrepo diff", "obsrepo diff main HEAD --format markdown", "obsrepo diff HEAD~1 HEAD --format json",
+                              'gh pr create --body "$(obsrepo diff --format markdown main HEAD)"'))
+@click.argument("base", required=False)
+@click.argument("head", required=False)
+@click.option("--format", "output_format", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True, help="text: for a terminal; markdown: a pull request body or job summary; json: one object.")
+@click.option("--output", "output_file", metavar="PATH", help="Also write the JSON report to PATH.")
+@read_options
+@handled
+def diff(base: str | None, head: str | None, output_format: str, output_file: str | None, tenant: str | None,
+         index_path: str | None) -> int:
+    """What BASE..HEAD changes in the truth, entity by entity.
+
+    HEAD defaults to HEAD; BASE to the merge base of HEAD with the default branch
+    (origin/HEAD's branch, else main, else master). Either may be any commit, a pull request's
+    head on another branch included. Reports the observations added, every entity whose
+    snapshot changes field by field (old → new, the winning observation, the rule that
+    decided), entities created, deleted, restored and merged, observations that change
+    nothing, what retractions withdraw, relations, comprehension edits, and what
+    `check --base BASE` refuses in the change (then the exit code is 1).
+    """
+    result = run(session(index_path, tenant), Diff(base, head)).to_json()
+    if output_file:
+        write_replacing(output_file, (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
+    if output_format == "json":
+        _emit_json(result)
+    else:
+        from .diff_render import render_markdown, render_text
+
+        click.echo(render_markdown(result) if output_format == "markdown" else render_text(result), nl=output_format == "text")
+    return errors.EXIT_OK if result["valid"] else errors.EXIT_PROBLEMS
+

@@ -1,0 +1,98 @@
+"""The product's own words, as every adapter shows and reads them: the vocabulary (tenant keys,
+classifications, query modes, outcomes), the texts of seed 002 and of `check` (so the CLI, the
+MCP server and the web view print the same lines), and the readers of a new observation's
+input (JSON and `KEY=VALUE` fields). Nothing here prints; heavy modules load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..format.report import NOT_WRITTEN, Report, plural, printable, text_line
+from ..format.vocabulary import CLASSIFICATIONS, CONFIDENCES, DEFAULT_CLASSIFICATION, FEEDBACK_OUTCOMES, QUERY_MODES
+from ..params import TENANT_KEYS
+
+__all__ = [
+    "CLASSIFICATIONS", "CONFIDENCES", "DEFAULT_CLASSIFICATION", "FEEDBACK_OUTCOMES", "NOT_WRITTEN", "QUERY_MODES",
+    "TENANT_KEYS", "Report", "log_folder", "observation_lines", "option_timestamp", "parse_field", "plural", "printable",
+    "read_json_input", "read_text", "settle", "stamp_ms", "table", "text_line", "write_replacing",
+]
+
+
+def observation_lines(page: dict[str, Any], mode: str) -> str:
+    """A query page in seed 002's text: `short`, `full`, `json` or `jsonl`."""
+    from ..read.render import render_observations
+
+    return render_observations(page, mode)
+
+
+def stamp_ms(iso: str) -> str:
+    """An ISO timestamp with milliseconds, as the short mode prints it."""
+    from ..read.render import stamp_ms as stamped
+
+    return stamped(iso)
+
+
+def table(columns: list[str], rows: list[tuple], output_format: str) -> str:
+    """`sql`'s rows as an aligned table, CSV or JSON."""
+    from ..read.sql import render
+
+    return render(columns, rows, output_format)
+
+
+def parse_field(text: str, field: str) -> tuple[str, Any]:
+    """`KEY=VALUE`: VALUE as JSON when it parses (as the front matter can hold it), else text."""
+    from ..write.new import parse_field as parsed
+
+    return parsed(text, field)
+
+
+def read_json_input(source: str, field: str) -> tuple[dict[str, Any], str]:
+    """A new observation's front matter (and optional body) as a JSON object from a file or `-`."""
+    from ..write.new import read_json_input as read
+
+    return read(source, field)
+
+
+def read_text(source: str, field: str) -> str:
+    from ..write.new import read_text as read
+
+    return read(source, field)
+
+
+def option_timestamp(value: str, field: str) -> str:
+    """A moment as a new observation's `timestamp` (UTC, `Z`)."""
+    from ..write.new import option_timestamp as stamped
+
+    return stamped(value, field)
+
+
+def write_replacing(path: str, data: bytes) -> None:
+    """A file written whole or not at all (docs/design.md §8a), replacing any file there."""
+    from ..files import write_replacing as write
+
+    write(path, data)
+
+
+def log_folder(cwd: str) -> str | None:
+    """The repository's `.obsrepo/logs` (its parent made private first), or None outside one."""
+    import os
+
+    from ..gitstore import Git
+    from ..index.paths import private_folder
+
+    git = Git.discover(cwd)
+    if git is None:
+        return None
+    private_folder(os.path.join(git.root, ".obsrepo"))
+    return os.path.join(git.root, ".obsrepo", "logs")
+
+
+def settle() -> None:
+    """Before the process exits: wait for an old index generation being freed on a thread (only
+    when this process published one: the module is then loaded)."""
+    import sys
+
+    generations = sys.modules.get("obsrepo.index.generations")
+    if generations is not None:
+        generations.wait_for_freeing()
