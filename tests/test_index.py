@@ -1082,3 +1082,22 @@ def test_records_read_raw_from_the_cache_index_as_parsed_ones_and_a_tampered_one
         monkeypatch.setattr(build, "PLAIN_LIMIT", 10_000)  # the plain-parameter path, from the cache too
         plain = repository(api, tmp_path / "plain.duckdb").index()
         assert plain.parsed == 0 and dump(tmp_path / "plain.duckdb") == dump(tmp_path / "fresh.duckdb")
+
+
+def test_the_index_builds_with_numpy_and_without_pandas(make_repo) -> None:
+    """With numpy installed pyarrow asks for pandas on every array; the index's "no pandas"
+    shortcut once answered it with None, and every build was an INTERNAL_ERROR."""
+    import importlib.util
+
+    assert importlib.util.find_spec("numpy") is not None, "the test extra installs numpy"
+    repo = make_repo()
+    repo.add(observation("obs-20260213-102500-0001", entity="company/acme", fields={"name": "Acme"}))
+    repo.commit("one")
+    proc = repo.obsrepo("index", "--full", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    probe = ("import sys\nfrom obsrepo.index.engine import without_pandas\nwithout_pandas()\nwithout_pandas()\n"
+             "try:\n    import pandas\nexcept ModuleNotFoundError:\n    print('absent')\n"
+             "import pyarrow as pa\nprint(len(pa.array(range(3), pa.int32())))\n")
+    if importlib.util.find_spec("pandas") is None:
+        out = repo.run(sys.executable, "-c", probe).stdout.split()
+        assert out == ["absent", "3"], out
