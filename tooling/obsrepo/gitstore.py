@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .errors import GitError, NotFoundError, UsageError
+from .revisions import FULL_SHA, quoted, revision_syntax_problem
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 NULL_SHA = "0" * 40
@@ -58,39 +58,6 @@ def raw_records(tokens: list[bytes]) -> Iterator[Change | bytes]:
         else:
             yield tokens[i]
             i += 1
-
-
-_FULL_SHA = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256 object format
-# parts that may hold any text without changing how many commits a name selects: a reflog
-# selector (`main@{2026-01-01 10:00}`) and a peel or message search (`HEAD^{/fix: x..y}`)
-_BRACED = re.compile(r"@\{[^}]*\}|\^\{[^}]*\}")
-_SEVERAL = re.compile(r"\^[@!-]")  # REV^@ (the parents), REV^! and REV^-N (ranges)
-
-
-def revision_syntax_problem(rev: str) -> str | None:
-    """Why `rev` can never name exactly one commit, or None; pure text, no git."""
-    if not rev:
-        return "is empty: name one commit (HEAD, a branch, a tag, a sha)"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in rev):
-        return "holds a line break or another control character"
-    if rev[0] == "^":
-        return "excludes commits (^REV) instead of naming one: name one commit"
-    if rev[0] == "-":
-        return "begins with '-': a revision never does (is it an option?)"
-    core = _BRACED.sub("", rev)
-    if ".." in core:
-        return "is a range (A..B or A...B): name one commit"
-    if _SEVERAL.search(core):
-        return "selects several commits (REV^@, REV^!, REV^-): name one commit"
-    if ":" in core:
-        return "names a file or an index entry (REV:path), not a commit"
-    return None
-
-
-def _quoted(rev: str) -> str:
-    """The name as an error repeats it: quoted, escaped, never longer than 80 characters."""
-    shown = rev if len(rev) <= 80 else rev[:80] + "…"
-    return repr(shown)
 
 
 # every git process: no optional locks, messages we can parse, and objects as stored — a
@@ -169,16 +136,16 @@ class Git:
         is shallow and the commit may simply be missing. The common case is one git process."""
         problem = revision_syntax_problem(rev)
         if problem:
-            raise UsageError(f"{parameter} {_quoted(rev)} {problem}", parameter=parameter, rev=rev)
+            raise UsageError(f"{parameter} {quoted(rev)} {problem}", parameter=parameter, rev=rev)
         out = self.run("rev-parse", "--verify", "-q", "--end-of-options", f"{rev}^{{commit}}", check=False).split()
-        if len(out) == 1 and _FULL_SHA.fullmatch(out[0]):
+        if len(out) == 1 and FULL_SHA.fullmatch(out[0]):
             return out[0].decode()
         if out:  # git answered something other than one object id: never guess which commit
-            raise UsageError(f"{parameter} {_quoted(rev)} does not name exactly one commit", parameter=parameter, rev=rev)
+            raise UsageError(f"{parameter} {quoted(rev)} does not name exactly one commit", parameter=parameter, rev=rev)
         named = self.run("rev-parse", "--verify", "-q", "--end-of-options", rev, check=False).strip()
-        kind = self.run("cat-file", "-t", named.decode(), check=False).decode().strip() if _FULL_SHA.fullmatch(named) else ""
+        kind = self.run("cat-file", "-t", named.decode(), check=False).decode().strip() if FULL_SHA.fullmatch(named) else ""
         if kind:  # an object that exists and is no commit (a full sha of a missing object is not found)
-            raise UsageError(f"{parameter} {_quoted(rev)} names a {kind}, not a commit", parameter=parameter, rev=rev)
+            raise UsageError(f"{parameter} {quoted(rev)} names a {kind}, not a commit", parameter=parameter, rev=rev)
         if not self.has_head() and (rev == "HEAD" or not self.run("for-each-ref", "--count=1", check=False).strip()):
             raise GitError(NO_COMMITS, parameter=parameter, rev=rev)
         if self.is_shallow():
