@@ -76,12 +76,12 @@ def pct(values: list[float], q: float) -> float:
 # -- apply, in process ------------------------------------------------------------------------
 
 def apply_in_process(repo: str, reps: int) -> list[float]:
-    from obsrepo import Repository
     from obsrepo.index.writer import IndexFiles
+    from obsrepo.ops import Session
     from obsrepo.watch.loop import Watcher
     from obsrepo.watch.plan import WatchPlan
 
-    watcher = Watcher(Repository(repo), verbose=False)
+    watcher = Watcher(Session(repo), verbose=False)
     times = []
     with IndexFiles(watcher.index_file).watch_lock():
         watcher.update(WatchPlan(reconcile=True))

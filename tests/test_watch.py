@@ -24,6 +24,7 @@ from helpers import comprehension, observation
 pytest.importorskip("watchdog")
 
 from obsrepo import Repository  # noqa: E402
+from obsrepo.ops import Session  # noqa: E402
 from obsrepo.read.query import QueryRequest  # noqa: E402
 from obsrepo.watch.loop import Watcher  # noqa: E402
 from obsrepo.watch.plan import OVERFLOW, Debouncer, Event, WatchPlan, classify  # noqa: E402
@@ -43,7 +44,7 @@ class Live:
         self.index = str(tmp / "live.duckdb")
         self.full = str(tmp / "full.duckdb")
         self.out = io.StringIO()
-        self.watcher = Watcher(Repository(str(repo.path), index=self.index), quiet=0.05, max_wait=0.5,
+        self.watcher = Watcher(Session(str(repo.path), index=self.index), quiet=0.05, max_wait=0.5,
                                out=self.out, verbose=verbose)
         self.thread = threading.Thread(target=self.watcher.run, daemon=True)
         self.thread.start()

@@ -16,7 +16,7 @@ from .options import FORMATS, _progress_bar, examples, index_option, read_option
 
 
 def _repository(index: str | None = None, tenant: str | None = None, branch: str | None = None) -> Any:
-    """The library's Repository the watcher and the MCP server are built on."""
+    """The library's Repository the MCP server is built on."""
     from ..api import Repository
 
     return Repository(os.getcwd(), index=index, tenant=Binding.configured(tenant, "tenant").as_dict(),
@@ -72,7 +72,7 @@ def watch(committed_only: bool, debounce: int, max_wait: int, quiet: bool, index
     _preload(*WATCH_IMPORTS, *INDEX_IMPORTS)
     from ..watch.loop import Watcher
 
-    Watcher(_repository(index_path), committed_only=committed_only, quiet=debounce / 1000, max_wait=max_wait / 1000,
+    Watcher(session(index_path), committed_only=committed_only, quiet=debounce / 1000, max_wait=max_wait / 1000,
             verbose=not quiet).run()
     return errors.EXIT_OK
 
@@ -131,7 +131,7 @@ def mcp_command(transport: str, host: str, port: int, branch: str, watch_tree: b
     if watch_tree:
         from ..watch.loop import Watcher
 
-        watcher = Watcher(_repository(index_path, None), verbose=False)
+        watcher = Watcher(session(index_path), verbose=False)
     serve(_repository(index_path, tenant, branch), transport=transport, host=host, port=port, watcher=watcher)
     return errors.EXIT_OK
 

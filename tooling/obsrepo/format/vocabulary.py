@@ -11,6 +11,12 @@ DOCUMENT_ROOTS = ("observations", "comprehension")
 ENTITY_SCHEMAS_DIR = "schemas/entities/"
 
 
+def is_document_name(path: str) -> bool:
+    """A draft candidate: `*.md`, not hidden (editors' swap and backup files are not drafts)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".md") and not name.startswith(".")
+
+
 def entity_schema_path(entity_type: str) -> str:
     return f"{ENTITY_SCHEMAS_DIR}{entity_type}.yaml"
 

@@ -8,14 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..format.report import NOT_WRITTEN, Report, plural, printable, text_line
-from ..format.vocabulary import CLASSIFICATIONS, CONFIDENCES, DEFAULT_CLASSIFICATION, FEEDBACK_OUTCOMES, QUERY_MODES
+from ..format.report import NOT_WRITTEN, Issue, Report, plural, printable, text_line
+from ..format.vocabulary import (
+    CLASSIFICATIONS,
+    CONFIDENCES,
+    DEFAULT_CLASSIFICATION,
+    DOCUMENT_ROOTS,
+    ENTITY_SCHEMAS_DIR,
+    FEEDBACK_OUTCOMES,
+    QUERY_MODES,
+    is_document_name,
+)
 from ..params import TENANT_KEYS
 
 __all__ = [
-    "CLASSIFICATIONS", "CONFIDENCES", "DEFAULT_CLASSIFICATION", "FEEDBACK_OUTCOMES", "NOT_WRITTEN", "QUERY_MODES",
-    "TENANT_KEYS", "Report", "log_folder", "observation_lines", "option_timestamp", "parse_field", "plural", "printable",
-    "read_json_input", "read_text", "settle", "stamp_ms", "table", "text_line", "write_replacing",
+    "CLASSIFICATIONS", "CONFIDENCES", "DEFAULT_CLASSIFICATION", "DOCUMENT_ROOTS", "ENTITY_SCHEMAS_DIR",
+    "FEEDBACK_OUTCOMES", "NOT_WRITTEN", "QUERY_MODES", "TENANT_KEYS", "Issue", "Report", "is_document_name",
+    "log_folder", "observation_lines", "option_timestamp", "parse_field", "plural", "printable", "read_json_input",
+    "read_text", "settle", "stamp_ms", "table", "text_line", "write_replacing",
 ]
 
 

@@ -1,9 +1,9 @@
 """The watch loop: watchdog events → `plan.classify` → debounce → one `Watcher.update`.
 
-An update brings the committed index to HEAD with the index's own planner and writer
-(`Repository.index`: `plan_update` + `build`, incremental), then refreshes the drafts and
-publishes the overlay (index/drafts_table.py) when the set of valid drafts or the indexed
-commit changed. Lost events (an inotify queue overflow, an observer that died) make the next
+An update brings the committed index to HEAD (`LiveTree.index`: the index's own planner and
+writer, incremental), then refreshes the drafts and publishes the overlay (`LiveTree.publish`)
+when the set of valid drafts or the indexed commit changed; every read of git, documents or the
+index goes through the door (ops/live.py). Lost events (an inotify queue overflow, an observer that died) make the next
 update a reconcile: the index is checked against HEAD and every draft is listed again from git.
 """
 
@@ -22,10 +22,10 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from ..api import Repository
 from ..errors import ObsrepoError
-from ..format.report import Issue, plural
-from .drafts import DraftState, judge, refresh
+from ..ops import Session
+from ..ops.live import LiveTree, ValidDraft
+from ..ops.surface import Issue, plural
 from .plan import DOCUMENT_ROOTS, OVERFLOW, SCHEMA_ROOT, Debouncer, Event, WatchPlan, classify
 
 _STOP = Event("stop", "")
@@ -70,18 +70,16 @@ class _LostEvents(logging.Handler):
 
 
 class Watcher:
-    def __init__(self, repo: Repository, *, committed_only: bool = False, quiet: float = 0.1, max_wait: float = 1.0,
+    def __init__(self, session: Session, *, committed_only: bool = False, quiet: float = 0.1, max_wait: float = 1.0,
                  out: TextIO | None = None, verbose: bool = True) -> None:
-        self.repo = repo
-        self.git = repo.git
-        self.root = repo.root.replace(os.sep, "/")
-        self.index_file = repo.index_file
+        self.live = LiveTree(session)
+        self.root = self.live.root
+        self.index_file = self.live.index_file
         self.committed_only = committed_only
         self.out = out or sys.stderr
         self.verbose = verbose
         self.events: queue.Queue[Event] = queue.Queue()
         self.debounce = Debouncer(quiet, max_wait)
-        self.state = DraftState()
         self.indexed: str | None = None
         self.overlay_key: tuple | None = None
         self.reported: dict[str, tuple[str, ...]] = {}
@@ -90,8 +88,7 @@ class Watcher:
         self.watched: dict[str, tuple[Any, tuple[int, int]]] = {}  # folder → (its watch, the folder's device and inode)
         self.updates = 0
         self.lock: Any = None  # the watch lock, while `run` holds it
-        git_dir, common = self.git.dirs()
-        self.git_dirs = tuple(dict.fromkeys(p.replace(os.sep, "/") for p in (git_dir, common)))
+        self.git_dirs = self.live.git_dirs()
 
     # -- events ----------------------------------------------------------------------------
     def put(self, event: Event) -> None:
@@ -155,9 +152,7 @@ class Watcher:
     # -- the loop --------------------------------------------------------------------------
     def run(self) -> None:
         """Until SIGINT or SIGTERM (or `stop`): hold the watch lock, update on events."""
-        from ..index import IndexFiles
-
-        with IndexFiles(self.index_file).watch_lock() as self.lock:
+        with self.live.watch_lock() as self.lock:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, self.stop)
                 signal.signal(signal.SIGINT, self.stop)
@@ -166,9 +161,7 @@ class Watcher:
     def run_in_background(self) -> threading.Thread:
         """Take the watch lock now (a second watcher fails here, before anything else starts),
         then watch on a daemon thread until `stop` (`obsrepo mcp --watch`)."""
-        from ..index import IndexFiles
-
-        lock = IndexFiles(self.index_file).watch_lock()
+        lock = self.live.watch_lock()
         self.lock = lock.__enter__()
 
         def watch() -> None:
@@ -253,7 +246,7 @@ class Watcher:
         """Whether the index built and the watch lock are still there (a stat each, every
         wake-up). A lock taken by another watcher meanwhile stops this one (IndexFault)."""
         held = self.lock is None or self.lock.held()
-        if self.indexed is not None and not os.path.exists(self.index_file):
+        if self.indexed is not None and not self.live.index_exists():
             self.indexed = self.overlay_key = None
             return False
         return held
@@ -275,22 +268,22 @@ class Watcher:
         if SCHEMA_ROOT in added and self.indexed is not None:  # written before its folder was watched
             plan.schemas |= _files_under(self.root, SCHEMA_ROOT)
         done: dict[str, Any] = {"commit": self.indexed, "indexed": False}
-        head = self.git.resolve("HEAD") if self.git.has_head() else None
+        head = self.live.head()
         moved: set[str] | None = set()
         if head is not None and (head != self.indexed or plan.reconcile or plan.git):
             old = self.indexed
-            result = self.repo.index(head)
+            result = self.live.index(head)
             done.update(commit=result.commit, indexed=not result.unchanged, added=result.added, removed=result.removed)
-            moved = self._changed_paths(old, result.commit) if old and old != result.commit else (None if old is None else set())
+            moved = self.live.changed_paths(old, result.commit) if old and old != result.commit else (None if old is None else set())
             self.indexed = result.commit
         if self.committed_only or self.indexed is None:
             self._publish([])
             done["drafts"] = 0
         else:
             everything = plan.reconcile or plan.rescan or moved is None
-            candidates = plan.paths | (moved or set()) | (set(self.state.drafts) if moved else set())
-            notes = refresh(self.state, self.git, candidates, everything)
-            valid, problems = judge(self.state, self.index_file)
+            candidates = plan.paths | (moved or set()) | (self.live.drafted if moved else set())
+            notes = self.live.refresh(candidates, everything)
+            valid, problems = self.live.judge()
             self._publish(valid)
             self._report(problems, notes)
             done.update(drafts=len(valid), rejected=len(problems))
@@ -304,17 +297,11 @@ class Watcher:
             self._say(f"{where}: {plural(done.get('drafts', 0), 'draft')} in the overlay, updated in {done['duration_ms']:.0f} ms")
         return done
 
-    def _changed_paths(self, old: str, new: str) -> set[str] | None:
-        out = self.git.run("diff", "--name-only", "-z", "--no-renames", old, new, "--", *DOCUMENT_ROOTS, check=False)
-        return {raw.decode("utf-8", "surrogateescape") for raw in out.split(b"\0") if raw}
-
-    def _publish(self, valid: list[tuple[str, str, dict[str, Any]]]) -> None:
-        from ..index.drafts_table import write_overlay
-
-        key = (self.indexed, tuple((path, blob) for path, blob, _ in valid))
+    def _publish(self, valid: list[ValidDraft]) -> None:
+        key = (self.indexed, tuple((draft.path, draft.blob) for draft in valid))
         if key == self.overlay_key:
             return
-        write_overlay(self.index_file, self.indexed or "", [(p, b, dict(r)) for p, b, r in valid])
+        self.live.publish(self.indexed or "", valid)
         self.overlay_key = key
 
     def _report(self, problems: dict[str, list[Issue]], notes: list[Issue]) -> None:
@@ -332,24 +319,13 @@ class Watcher:
             self.out.flush()
 
     def _check_schemas(self, paths: set[str]) -> None:
-        from ..format.entity_schema import read_entity_schema
-
-        lines: list[str] = []
-        for path in sorted(paths):
-            try:
-                with open(os.path.join(self.root, path), "rb") as handle:
-                    data = handle.read()
-            except OSError:
-                continue
-            lines.extend(issue.as_text() for issue in read_entity_schema(path, data)[1])
+        lines = [issue.as_text() for issue in self.live.schema_problems(paths)]
         if lines:
             self.out.write("".join(line + "\n" for line in lines))
             self.out.flush()
 
     def _record(self, done: dict[str, Any]) -> None:
-        from ..index.paths import write_json
-
-        write_json(self.index_file + ".watch.json", {
+        self.live.record({
             "pid": os.getpid(), "commit": self.indexed, "overlay_documents": done.get("drafts", 0),
             "rejected_drafts": done.get("rejected", 0), "duration_ms": done["duration_ms"],
             "updated_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),

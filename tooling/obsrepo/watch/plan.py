@@ -9,12 +9,11 @@ milliseconds; an editor saves through a temporary file and a rename; `git` write
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass, field
 
-from ..format.vocabulary import DOCUMENT_ROOTS
+from ..ops.surface import DOCUMENT_ROOTS, ENTITY_SCHEMAS_DIR, is_document_name
 
-SCHEMA_ROOT = "schemas/entities"
+SCHEMA_ROOT = ENTITY_SCHEMAS_DIR.rstrip("/")
 OVERFLOW = "overflow"  # the event kind of a lost-events notice (queue overflow, observer error)
 
 
@@ -44,12 +43,6 @@ class WatchPlan:
         self.rescan |= other.rescan
         self.schemas |= other.schemas
         self.reconcile |= other.reconcile
-
-
-def is_document_name(path: str) -> bool:
-    """A draft candidate: `*.md`, not hidden (editors' swap and backup files are not drafts)."""
-    name = posixpath.basename(path)
-    return name.endswith(".md") and not name.startswith(".")
 
 
 def _relative(path: str, folder: str) -> str | None:

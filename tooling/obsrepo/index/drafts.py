@@ -23,12 +23,11 @@ from .. import errors
 from ..format.document import MAX_DOCUMENT_BYTES, too_large
 from ..format.report import Issue
 from ..format.rules import kind_of, place
-from ..format.vocabulary import DOCUMENT_ROOTS
+from ..format.vocabulary import DOCUMENT_ROOTS, is_document_name
 from ..gate.graph import reference_targets, stewardship_targets
 from ..gate.sources import not_a_file
 from ..gitstore import Git, blob_sha
 from ..params import TENANT_KEYS
-from .plan import is_document_name
 
 FULL_RESCAN_ABOVE = 2000  # more candidate paths than this: list every draft from git instead
 
@@ -214,8 +213,6 @@ def _flag(problems: dict[str, list[Issue]], draft: Draft, key: str, code: str, r
     problems.setdefault(draft.path, []).append(Issue(draft.path, line, col, code, rule, message))
 
 
-
-
 def _tenant_key(tenant: dict[str, Any]) -> tuple:
     return tuple(tenant.get(k) for k in TENANT_KEYS)
 
@@ -231,8 +228,8 @@ def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
     found: dict[str, Any] = {"ids": {}, "hashes": set(), "targets": {}}
     if not fine:
         return found
-    from ..index.reader import open_internal
-    from ..index.schema import NOW
+    from .reader import open_internal
+    from .schema import NOW
 
     ids = sorted({d.facts["id"] for d in fine.values() if d.facts})
     hashes = sorted({str(d.facts["hash"]) for d in fine.values() if d.facts and d.facts.get("hash")})
