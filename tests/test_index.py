@@ -1095,8 +1095,9 @@ def test_the_index_builds_with_numpy_and_without_pandas(make_repo) -> None:
     repo.commit("one")
     proc = repo.obsrepo("index", "--full", "--format", "json")
     assert proc.returncode == 0, proc.stderr
-    probe = ("import sys\nfrom obsrepo.index.engine import without_pandas\nwithout_pandas()\nwithout_pandas()\n"
+    probe = ("import importlib.util\nfrom obsrepo.index.engine import without_pandas\nwithout_pandas()\nwithout_pandas()\n"
              "try:\n    import pandas\nexcept ModuleNotFoundError:\n    print('absent')\n"
+             "importlib.util.find_spec('pandas')\n"  # answers, never raises
              "import pyarrow as pa\nprint(len(pa.array(range(3), pa.int32())))\n")
     if importlib.util.find_spec("pandas") is None:
         out = repo.run(sys.executable, "-c", probe).stdout.split()

@@ -42,10 +42,10 @@ def load_fts(con: Any) -> None:
 def without_pandas() -> None:
     """DuckDB's Python client tries `import pandas` for every parameter it converts; when pandas
     is not installed each failed attempt walks sys.path again (~0.1 ms, dozens per query). A
-    finder at the head of `sys.meta_path` answers "no pandas" at once (~4 µs), with the
-    ModuleNotFoundError every importer expects: a `None` in `sys.modules` would be read by
-    pyarrow's pandas shim as a module and break every Arrow array once numpy is installed.
-    Nothing changes when pandas is installed."""
+    finder at the head of `sys.meta_path` makes each such import fail at once (~4 µs) with the
+    ModuleNotFoundError every importer expects. (A `None` in `sys.modules`, the usual trick, is
+    taken for a module by pyarrow's pandas shim, which broke every Arrow array once numpy was
+    installed.) Nothing changes when pandas is installed."""
     import importlib.util
     import sys
 
@@ -56,12 +56,22 @@ def without_pandas() -> None:
 
 
 class _NoPandas:
-    """A meta path finder for an uninstalled pandas: every import of it fails at once."""
+    """A meta path finder for an uninstalled pandas. It answers with a spec whose loader fails,
+    rather than raising from `find_spec`, so `importlib.util.find_spec("pandas")` still answers
+    instead of raising; an import of pandas then fails at once, as it would anyway."""
 
-    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
-        return None
+    def find_spec(self, name: str, path: object = None, target: object = None) -> Any:
+        if name != "pandas" and not name.startswith("pandas."):
+            return None
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(name, self)
+
+    def create_module(self, spec: Any) -> Any:
+        raise ModuleNotFoundError(f"No module named '{spec.name}'", name=spec.name)
+
+    def exec_module(self, module: Any) -> None:  # never reached: create_module fails first
+        raise ModuleNotFoundError(f"No module named '{module.__name__}'", name=module.__name__)
 
 
 class Attached:
