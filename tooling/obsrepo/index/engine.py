@@ -4,6 +4,8 @@ writer; readers connect through `reader`."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import itertools
 import threading
 from pathlib import Path
@@ -55,16 +57,14 @@ def without_pandas() -> None:
         sys.meta_path.insert(0, _NoPandas())
 
 
-class _NoPandas:
+class _NoPandas(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """A meta path finder for an uninstalled pandas. It answers with a spec whose loader fails,
     rather than raising from `find_spec`, so `importlib.util.find_spec("pandas")` still answers
     instead of raising; an import of pandas then fails at once, as it would anyway."""
 
-    def find_spec(self, name: str, path: object = None, target: object = None) -> Any:
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name != "pandas" and not name.startswith("pandas."):
             return None
-        import importlib.machinery
-
         return importlib.machinery.ModuleSpec(name, self)
 
     def create_module(self, spec: Any) -> Any:
