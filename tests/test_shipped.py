@@ -22,8 +22,9 @@ from helpers import observation
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
 ENTITY_SCHEMAS = sorted((ROOT / "schemas" / "entities").glob("*.y*ml"))
+INIT_TEMPLATES = sorted((ROOT / "tooling" / "obsrepo" / "templates" / "init").glob("*.y*ml"))  # tests/test_init.py runs them
 SHIPPED_YAML = [ROOT / "action.yml", ROOT / ".pre-commit-hooks.yaml", ROOT / ".pre-commit-config.yaml",
-                *WORKFLOWS, *ENTITY_SCHEMAS]
+                *WORKFLOWS, *ENTITY_SCHEMAS, *INIT_TEMPLATES]
 
 
 def test_the_shipped_yaml_files_are_all_listed():
@@ -33,7 +34,7 @@ def test_the_shipped_yaml_files_are_all_listed():
     listed = {p.relative_to(ROOT).as_posix() for p in SHIPPED_YAML}
     shipped = {p for p in tracked.stdout.splitlines() if not p.startswith("tests/")}
     assert shipped <= listed, f"YAML files no test parses: {sorted(shipped - listed)}"
-    assert WORKFLOWS and ENTITY_SCHEMAS
+    assert WORKFLOWS and ENTITY_SCHEMAS and INIT_TEMPLATES
 
 
 @pytest.mark.parametrize("path", SHIPPED_YAML, ids=lambda p: p.relative_to(ROOT).as_posix())

@@ -65,8 +65,22 @@ def _staged(path: str, *, folder: bool) -> Iterator[str]:
         _remove(temporary)
 
 
+def make_folders(folder: str) -> bool:
+    """Make `folder` and every missing folder above it; False when it was there already. A file
+    in the way is a `WriteFault` naming it."""
+    existed = os.path.isdir(folder)
+    _make_folders(os.path.abspath(folder), folder)
+    return not existed
+
+
 def _make_folder(path: str) -> str:
     parent = os.path.dirname(os.path.abspath(path))
+    _make_folders(parent, path)
+    return parent
+
+
+def _make_folders(parent: str, path: str) -> None:
+    """`parent` made with its ancestors, for writing `path` (the name errors give)."""
     try:
         os.makedirs(parent, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -76,7 +90,6 @@ def _make_folder(path: str) -> str:
                          reason="a file where a folder should be", blocker=blocker) from None
     except OSError as exc:
         raise _fault(path, exc) from None
-    return parent
 
 
 def _ancestors(folder: str) -> list[str]:

@@ -121,6 +121,13 @@ class Git:
                            "(run it from inside one)", cwd=where)
         return git
 
+    @staticmethod
+    def init(folder: str) -> Git:
+        """A new repository in the existing `folder`: `git init` with the user's own defaults
+        (the initial branch name among them)."""
+        Git(folder).run("init", "-q")
+        return Git.at(folder)
+
     def is_shallow(self) -> bool:
         return self.run("rev-parse", "--is-shallow-repository").strip() == b"true"
 

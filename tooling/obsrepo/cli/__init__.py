@@ -7,11 +7,12 @@
     entities.py  snapshot … history       review.py    diff
     live.py      index, watch, mcp        write.py     correct, retract, relate, merge
     steward.py   feedback, reclassify, retention, export, comprehend, comprehensions
+    init.py      init
 """
 
 from __future__ import annotations
 
-from . import entities, gate, live, reads, review, steward, write  # noqa: F401 - each registers its commands
+from . import entities, gate, init, live, reads, review, steward, write  # noqa: F401 - each registers its commands
 from .app import main, run
 from .errors import handled
 from .options import examples

@@ -12,6 +12,7 @@ surface with `ObsrepoError.renamed`. Nothing here prints or knows an adapter's n
 
 from __future__ import annotations
 
+from .adopt import Init, Initialized, init
 from .reads import (
     Comprehensions,
     Entities,
@@ -38,8 +39,8 @@ from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relat
 
 __all__ = [
     "OPERATIONS", "Answer", "Binding", "Ceiling", "Check", "CheckDocument", "Comprehend", "Comprehensions", "Correct",
-    "Destination", "Diff", "Entities", "Export", "Feedback", "Find", "History", "Index", "Merge", "Moment", "New",
+    "Destination", "Diff", "Entities", "Export", "Feedback", "Find", "History", "Index", "Init", "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Query", "Reclassify", "Relate", "Related",
     "Relations", "Retention", "Retract", "Rev", "Session", "Show", "Snapshot", "Sql", "Status", "Timeline", "WorkTree",
-    "destination", "run",
+    "destination", "init", "run",
 ]

@@ -1,0 +1,142 @@
+"""`obsrepo init [DIR]` (docs/design.md §18): a data repository that `check` passes and whose
+pre-commit hook runs under the real `pre-commit`; idempotent, never replacing a user's file."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import observation
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSION = re.search(r"__version__ = \"(.+)\"", (ROOT / "tooling" / "obsrepo" / "version.py").read_text(encoding="utf-8"))[1]
+MADE = ["README.md", ".pre-commit-config.yaml", ".github/workflows/observations.yml", "schemas/entities/company.yaml",
+        ".gitignore"]
+FOLDERS = ["observations/", "comprehension/", "schemas/entities/"]
+
+
+def _init(repo, *args: str) -> dict:
+    proc = repo.obsrepo("init", *args, "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _statuses(done: dict) -> dict[str, str]:
+    return {item["path"]: item["status"] for item in done["folders"] + done["files"]}
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(folder).parts[:1]}
+
+
+def test_init_makes_a_repository_that_check_passes_and_pre_commit_runs_the_hook(make_repo):
+    repo = make_repo("data", init=False)  # a plain folder: init makes it a git repository
+    done = _init(repo)
+    assert done["git_init"] is True and Path(done["root"]).resolve() == repo.path.resolve() and (repo.path / ".git").is_dir()
+    assert _statuses(done) == {**dict.fromkeys(FOLDERS, "created"), **dict.fromkeys(MADE, "created")}
+    assert all((repo.path / f).is_dir() and not any((repo.path / f).iterdir()) for f in FOLDERS[:2])  # every file there is a document
+    assert repo.check().returncode == 0 and repo.check().issues == []
+
+    # the hook is obsrepo's own, at this release; the real pre-commit installs it from this project
+    config = yaml.safe_load(repo.read(".pre-commit-config.yaml"))
+    (entry,) = config["repos"]
+    assert entry == {"repo": "https://github.com/obsrepo/obsrepo", "rev": f"v{VERSION}", "hooks": [{"id": "obsrepo-check"}]}
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    if head.returncode != 0:
+        pytest.skip("the project is not a git checkout: pre-commit cannot install its hook from it")
+    repo.write(".pre-commit-config.yaml", repo.read(".pre-commit-config.yaml")
+               .replace(entry["repo"], str(ROOT)).replace(entry["rev"], head.stdout.strip()))
+    repo.git("add", "-A")
+    passed = repo.run(sys.executable, "-m", "pre_commit", "run", check=False)
+    assert passed.returncode == 0 and "obsrepo check" in passed.stdout and "Passed" in passed.stdout, passed.stdout
+    bad = observation("obs-20260213-102500-0001", colour="red")
+    repo.add(bad)
+    repo.git("add", "-A")
+    failed = repo.run(sys.executable, "-m", "pre_commit", "run", check=False)
+    assert failed.returncode == 1 and "Failed" in failed.stdout and bad.path in failed.stdout, failed.stdout
+
+
+def test_init_makes_a_missing_folder_in_no_repository_a_repository(make_repo):
+    plain = make_repo("plain", init=False)
+    done = _init(plain, "new/data")
+    assert done["git_init"] is True and (plain.path / "new" / "data" / ".git").is_dir()
+    assert not (plain.path / ".git").exists() and _files(plain.path / "new" / "data").keys() == set(MADE)
+    text = plain.obsrepo("init", "other")
+    assert text.returncode == 0 and "(it was in no git repository)" in text.stdout, text.stdout
+
+
+def test_the_workflow_and_the_hook_configuration_satisfy_their_schemas(repo):
+    _init(repo)
+    workflow = repo.path / ".github" / "workflows" / "observations.yml"
+    proc = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows", str(workflow)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    steps = yaml.safe_load(workflow.read_text(encoding="utf-8"))["jobs"]["check"]["steps"]
+    action = next(s for s in steps if s["uses"].startswith("obsrepo/"))
+    assert action == {"uses": f"obsrepo/obsrepo@v{VERSION}", "with": {"review": "true"}}  # the review in the job summary
+    assert steps[0]["with"]["fetch-depth"] == 0  # immutability needs the base's history
+    from pre_commit import clientlib
+
+    config = clientlib.load_config(str(repo.path / ".pre-commit-config.yaml"))
+    published = {h["id"] for h in clientlib.load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
+    assert {h["id"] for r in config["repos"] for h in r["hooks"]} <= published
+
+
+def test_init_again_changes_nothing_and_keeps_what_the_user_changed(repo):
+    _init(repo)
+    first = _files(repo.path)
+    again = _init(repo)
+    assert again["git_init"] is False
+    assert _statuses(again) == {**dict.fromkeys(FOLDERS, "exists"), **dict.fromkeys(MADE, "unchanged")}
+    assert _files(repo.path) == first
+
+    repo.write("README.md", "# Our observations\n")
+    repo.write(".gitignore", "node_modules/")  # no final newline
+    (repo.path / ".github" / "workflows" / "observations.yml").unlink()
+    (repo.path / "comprehension").rmdir()
+    third = _init(repo)
+    assert _statuses(third) == {**_statuses(again), "README.md": "kept", ".gitignore": "extended",
+                                ".github/workflows/observations.yml": "created", "comprehension/": "created"}
+    assert repo.read("README.md") == "# Our observations\n"
+    assert repo.read(".gitignore").startswith("node_modules/\n") and ".obsrepo/" in repo.read(".gitignore").splitlines()
+    assert _files(repo.path)[".github/workflows/observations.yml"] == first[".github/workflows/observations.yml"]
+    assert _statuses(_init(repo))[".gitignore"] == "unchanged"
+    text = repo.obsrepo("init")
+    assert text.returncode == 0 and "kept       README.md (yours: left as it is)" in text.stdout, text.stdout
+    assert "git init" not in text.stdout
+
+
+def test_init_in_a_repository_with_history_keeps_its_history(repo):
+    doc = observation("obs-20260213-102500-0001")
+    repo.add(doc)
+    repo.write(".gitignore", "/.obsrepo\n")
+    head = repo.commit("base")
+    done = _init(repo)
+    assert done["git_init"] is False and repo.sha() == head and _statuses(done)[".gitignore"] == "unchanged"
+    assert _statuses(done)["observations/"] == "exists" and repo.check().issues == []
+
+
+def test_init_refuses_a_folder_below_a_repositorys_top_and_a_file(repo):
+    repo.write("notes.txt", "x\n")
+    for name, says in (("sub/data", "is inside the git repository"), ("notes.txt", "is a file")):
+        proc = repo.obsrepo("init", name, "--format", "json")
+        error = json.loads(proc.stdout)["error"]
+        assert proc.returncode == 2 and error["code"] == "VALIDATION_ERROR", proc.stdout
+        assert error["details"]["parameter"] == "DIR" and error["message"].startswith(f"DIR '{name}' {says}"), error
+    assert sorted(p.name for p in repo.path.iterdir()) == [".git", "notes.txt"]  # nothing written
+
+
+def test_a_file_where_a_folder_should_be_is_a_write_error_and_the_rest_is_whole(repo):
+    repo.write(".github", "not a folder\n")
+    proc = repo.obsrepo("init", "--format", "json")
+    error = json.loads(proc.stdout)["error"]
+    assert proc.returncode == 4 and error["code"] == "WRITE_ERROR", proc.stdout
+    assert error["details"]["blocker"].endswith(".github") and "where a folder should be" in error["message"]
+    assert repo.read(".github") == "not a folder\n"
+    assert not [p for p in repo.path.rglob("*.tmp")]  # no partial file anywhere
