@@ -23,21 +23,27 @@ from typing import Any
 from .. import errors
 from ..format.report import Issue
 from ..format.rules import ACYCLIC_RELATIONS, Analysis
-from .graph import in_sight, stewardship_targets, visible
-from .graph import loc as _loc
+from .graph import in_sight
+from .judge import judge, visible
+from .judge import loc as _loc
 
 Facts = dict[str, Any]
 GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
 
 
 class RuleState:
-    """What the repository rules know of a tree's observations, kept up to date one file at a time."""
+    """What the repository rules know of a tree's observations, kept up to date one file at a
+    time; the lookup rules ask it as they ask every state (`judge.Facts`)."""
+
+    id_taken = "id '{id}' is already used by another observation"
+    content_taken = "the same content (in the same tenant) is already recorded in {path}"
 
     def __init__(self, binding: dict[str, str] | None = None) -> None:
         self.binding = dict(binding or {})
         self.paths: set[str] = set()  # every document's path, in view or not
         self.ids: set[str] = set()  # every valid document's id, in view or not
         self.by_id: dict[str, Facts] = {}
+        self.where: dict[str, str] = {}  # id → path of the observation in `by_id`
         self.hashes: dict[str, str] = {}  # content hash → path
         self.retract_targets: set[str] = set()  # every id any observation retracts (resolved or not)
         self.live: dict[str, Facts] = {}  # id → facts of observations not retracted
@@ -65,7 +71,8 @@ class RuleState:
         self.ids.add(facts["id"])
         if facts["kind"] != "observation" or not in_sight(facts, self.binding):
             return
-        self.by_id.setdefault(facts["id"], facts)
+        if self.by_id.setdefault(facts["id"], facts) is facts:
+            self.where[facts["id"]] = path
         self.hashes.setdefault(facts["hash"], path)
         for target in facts["retracts"]:
             self.retract_targets.add(target)
@@ -98,6 +105,15 @@ class RuleState:
                     del targets[target]
 
     # -- asking -------------------------------------------------------------------------------
+    def holder(self, doc_id: str) -> str | None:
+        return self.where.get(doc_id)
+
+    def recorded(self, digest: str) -> str | None:
+        return self.hashes.get(digest)
+
+    def observation(self, obs_id: str) -> Facts | None:
+        return self.by_id.get(obs_id)
+
     def taken(self, doc_id: str, path: str) -> bool:
         """Whether a document of the tree, in view or not, already holds this id or path."""
         return doc_id in self.ids or path in self.paths
@@ -105,30 +121,11 @@ class RuleState:
     def problems(self, path: str, facts: Facts) -> list[Issue]:
         """What the repository rules would report once `facts` (a valid observation at `path`,
         a path not in the tree) is added."""
-        issues: list[Issue] = []
-
-        def issue(code: str, rule: str, message: str, key: str = "id", index: int | None = None) -> None:
-            line, col = _loc(facts, key, index)
-            issues.append(Issue(path, line, col, code, rule, message))
-
-        doc_id = facts["id"]
-        if doc_id in self.by_id:
-            issue(errors.DUPLICATE_ID, "duplicate-id", f"id '{doc_id}' is already used by another observation")
-        if facts["hash"] in self.hashes:
-            issue(errors.DUPLICATE_CONTENT, "duplicate-content",
-                  f"the same content (in the same tenant) is already recorded in {self.hashes[facts['hash']]}")
-        for key in ("corrects", "retracts"):
-            for index, target in enumerate(facts[key]):
-                hit = self.by_id.get(target)
-                if target == doc_id:
-                    issue(errors.VALIDATION_ERROR, "self-reference", f"an observation cannot {key[:-1]} itself", key, index)
-                elif hit is None or hit["tenant"] != facts["tenant"]:
-                    issue(errors.REF_NOT_FOUND, f"{key}-target",
-                          f"`{key}` names '{target}', which does not exist in this tenant", key, index)
-        issues += stewardship_targets(path, facts, self.by_id.get)
+        issues = judge(path, facts, self)
         if issues:
             return issues
 
+        doc_id = facts["id"]
         withdrawn = {t for t in facts["retracts"] if t in self.live}
         alive = doc_id not in self.retract_targets
         if alive:

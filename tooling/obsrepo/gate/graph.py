@@ -7,19 +7,14 @@ relation targets that exist for the author's tenant, acyclic PART_OF / DEPENDS_O
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from .. import errors
 from ..format.report import Issue
 from ..format.rules import ACYCLIC_RELATIONS, Analysis
+from .judge import TreeFacts, loc, reference_targets, stewardship_targets, visible
 
 Facts = dict[str, Any]
-
-
-def visible(tenant: dict[str, str], binding: dict[str, str]) -> bool:
-    """An observation is visible to a binding iff it has every bound key with an equal value."""
-    return all(tenant.get(key) == value for key, value in binding.items())
 
 
 def in_sight(facts: Facts | None, binding: dict[str, str]) -> bool:
@@ -57,17 +52,6 @@ def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = Non
     issues += _merges(live)
     issues += _citations(comprehensions, by_id)
     return issues
-
-
-def loc(facts: Facts, key: str, index: int | None = None) -> tuple[int, int]:
-    """Where `key` (or its `index`-th item) stands in the document."""
-    if index is not None:
-        items = facts["loc"].get(f"{key}_items") or []
-        if index < len(items):
-            line, col = items[index]
-            return line, col
-    line, col = facts["loc"].get(key, (1, 1))
-    return line, col
 
 
 def _first_kept(paths: list[str], added: set[str] | None) -> list[str]:
@@ -108,59 +92,11 @@ def _duplicate_content(observations: list[tuple[str, Facts]], added: set[str] | 
     return issues
 
 
-def reference_targets(path: str, facts: Facts, find: Callable[[str], Facts | None]) -> list[Issue]:
-    """`corrects` and `retracts` name observations of the author's own tenant, never itself.
-    `find` looks an id up (the full rules and the watcher's drafts share this)."""
-    issues = []
-    for key in ("corrects", "retracts"):
-        for index, target in enumerate(facts[key]):
-            line, col = loc(facts, key, index)
-            hit = find(target)
-            if target == facts["id"]:
-                issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
-                                    f"an observation cannot {key[:-1]} itself"))
-            elif hit is None or hit["tenant"] != facts["tenant"]:
-                issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, f"{key}-target",
-                                    f"`{key}` names '{target}', which does not exist in this tenant"))
-    return issues
-
-
 def _targets(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
     """What each observation corrects, retracts, gives feedback on or reclassifies, looked up by id."""
-    def find(obs_id: str) -> Facts | None:
-        hit = by_id.get(obs_id)
-        return hit[1] if hit else None
-
+    find = TreeFacts(by_id.values()).observation
     return [issue for path, facts in observations
             for issue in reference_targets(path, facts, find) + stewardship_targets(path, facts, find)]
-
-
-def stewardship_targets(path: str, facts: Facts, find: Callable[[str], Facts | None]) -> list[Issue]:
-    """`feedback.target` must be an observation visible to the author's tenant; `reclassify`
-    targets observations of the same tenant (as `retracts` does). `find` looks an id up among
-    the repository's observations (the full rules, the write path's kept state and the
-    watcher's drafts share this)."""
-    issues = []
-    target = facts.get("feedback")
-    if target is not None:
-        hit = find(target)
-        line, col = facts["loc"].get("feedback", (1, 1))
-        if target == facts["id"]:
-            issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
-                                "an observation cannot give feedback on itself"))
-        elif hit is None or not visible(hit["tenant"], facts["tenant"]):
-            issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "feedback-target",
-                                f"`feedback.target` names '{target}', which does not exist in this tenant"))
-    for index, target in enumerate(facts.get("reclassify") or ()):
-        line, col = loc(facts, "reclassify", index)
-        hit = find(target)
-        if target == facts["id"]:
-            issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
-                                "an observation cannot reclassify itself"))
-        elif hit is None or hit["tenant"] != facts["tenant"]:
-            issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "reclassify-target",
-                                f"`reclassify` names '{target}', which does not exist in this tenant"))
-    return issues
 
 
 def classification_warnings(analyses: dict[str, Analysis]) -> list[Issue]:

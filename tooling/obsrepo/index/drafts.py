@@ -24,7 +24,7 @@ from ..format.document import MAX_DOCUMENT_BYTES, too_large
 from ..format.report import Issue
 from ..format.rules import kind_of, place
 from ..format.vocabulary import DOCUMENT_ROOTS, is_document_name
-from ..gate.graph import reference_targets, stewardship_targets
+from ..gate.judge import judge as judged
 from ..gate.sources import not_a_file
 from ..gitstore import Git, blob_sha
 from ..params import TENANT_KEYS
@@ -185,24 +185,12 @@ def judge(state: DraftState, index_file: str) -> tuple[list[tuple[str, str, dict
                 others = ", ".join(p for p in paths if p != path)
                 _flag(problems, fine[path], "id", errors.DUPLICATE_ID, "duplicate-id",
                       f"id '{doc_id}' is also used by the draft {others}")
-    committed = _committed(index_file, fine)
     drafted = {d.facts["id"]: d.facts for d in fine.values() if d.facts and d.facts["kind"] == "observation"}
-
-    def find(obs_id: str) -> dict[str, Any] | None:
-        return committed["targets"].get(obs_id) or drafted.get(obs_id)
-
+    committed = IndexFacts(index_file, [d.facts for d in fine.values() if d.facts], drafted)
     for path, draft in sorted(fine.items()):
-        facts = draft.facts or {}
-        if facts["id"] in committed["ids"]:
-            _flag(problems, draft, "id", errors.DUPLICATE_ID, "duplicate-id",
-                  f"id '{facts['id']}' is already committed ({committed['ids'][facts['id']]}); the committed document stays")
-        if draft.record is not None and kind_of(path) == "observation":
-            tenant = _tenant_key(facts.get("tenant") or {})
-            if (facts.get("hash"), tenant) in committed["hashes"]:
-                _flag(problems, draft, "id", errors.DUPLICATE_CONTENT, "duplicate-content",
-                      "the same content is already committed in this tenant")
-            for issue in reference_targets(path, facts, find) + stewardship_targets(path, facts, find):
-                problems.setdefault(path, []).append(issue)  # the rules `check` applies, tenant and all
+        found = judged(path, draft.facts or {}, committed)  # the rules `check` applies, tenant and all
+        if found:
+            problems.setdefault(path, []).extend(found)
     valid = [(p, d.blob, d.record) for p, d in sorted(fine.items())
              if p not in problems and kind_of(p) == "observation" and d.record is not None]
     return valid, problems
@@ -213,42 +201,59 @@ def _flag(problems: dict[str, list[Issue]], draft: Draft, key: str, code: str, r
     problems.setdefault(draft.path, []).append(Issue(draft.path, line, col, code, rule, message))
 
 
-def _tenant_key(tenant: dict[str, Any]) -> tuple:
-    return tuple(tenant.get(k) for k in TENANT_KEYS)
-
-
 def _targets(facts: dict[str, Any]) -> list[str]:
     """The observations a draft names: what it corrects, retracts, gives feedback on or reclassifies."""
     return [*(facts.get("corrects") or ()), *(facts.get("retracts") or ()), *(facts.get("reclassify") or ()),
             *([facts["feedback"]] if facts.get("feedback") else [])]
 
 
-def _committed(index_file: str, fine: dict[str, Draft]) -> dict[str, Any]:
-    """What the indexed commit already holds of the drafts' ids, content hashes and targets."""
-    found: dict[str, Any] = {"ids": {}, "hashes": set(), "targets": {}}
-    if not fine:
-        return found
-    from .reader import open_internal
-    from .schema import NOW
+class IndexFacts:
+    """What the indexed commit holds of the drafts' ids, content hashes and targets (read once
+    per judgement), as the judge asks it (`gate.judge.Facts`); the drafts' own observations are
+    targets too."""
 
-    ids = sorted({d.facts["id"] for d in fine.values() if d.facts})
-    hashes = sorted({str(d.facts["hash"]) for d in fine.values() if d.facts and d.facts.get("hash")})
-    targets = sorted({t for d in fine.values() if d.facts for t in _targets(d.facts)})
-    con = open_internal(index_file)
-    try:
-        for doc_id, path in con.execute(
-                f"SELECT id, path FROM obs_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[])) "
-                f"UNION ALL SELECT id, path FROM comp_versions WHERE removed_seq = {NOW} "
-                "AND id IN (SELECT unnest(?::VARCHAR[]))", [ids, ids]).fetchall():
-            found["ids"][doc_id] = path
-        for row in con.execute(
-                "SELECT content_hash, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
-                f"WHERE removed_seq = {NOW} AND content_hash IN (SELECT unnest(?::VARCHAR[]))", [hashes]).fetchall():
-            found["hashes"].add((row[0], tuple(row[1:])))
-        found["targets"] = {row[0]: {"id": row[0], "tenant": {k: v for k, v in zip(TENANT_KEYS, row[1:]) if v is not None}}
+    id_taken = "id '{id}' is already committed ({path}); the committed document stays"
+    content_taken = "the same content is already committed in this tenant"
+
+    def __init__(self, index_file: str, drafts: list[dict[str, Any]], drafted: dict[str, dict[str, Any]]) -> None:
+        self.ids: dict[str, str] = {}
+        self.hashes: dict[str, str] = {}
+        self.targets: dict[str, dict[str, Any]] = {}
+        self.drafted = drafted
+        if drafts:
+            self._read(index_file, drafts)
+
+    def _read(self, index_file: str, drafts: list[dict[str, Any]]) -> None:
+        from .reader import open_internal
+        from .schema import NOW
+
+        ids = sorted({facts["id"] for facts in drafts})
+        hashes = sorted({str(facts["hash"]) for facts in drafts if facts.get("hash")})
+        targets = sorted({t for facts in drafts for t in _targets(facts)})
+        con = open_internal(index_file)
+        try:
+            for doc_id, path in con.execute(
+                    f"SELECT id, path FROM obs_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[])) "
+                    f"UNION ALL SELECT id, path FROM comp_versions WHERE removed_seq = {NOW} "
+                    "AND id IN (SELECT unnest(?::VARCHAR[]))", [ids, ids]).fetchall():
+                self.ids[doc_id] = path
+            for digest, path in con.execute(
+                    f"SELECT content_hash, path FROM obs_versions WHERE removed_seq = {NOW} "
+                    "AND content_hash IN (SELECT unnest(?::VARCHAR[]))", [hashes]).fetchall():
+                self.hashes[digest] = path
+            self.targets = {row[0]: {"id": row[0], "kind": "observation",
+                                     "tenant": {k: v for k, v in zip(TENANT_KEYS, row[1:]) if v is not None}}
                             for row in con.execute(
-            "SELECT id, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
-            f"WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[]))", [targets]).fetchall()}
-    finally:
-        con.close()
-    return found
+                "SELECT id, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
+                f"WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[]))", [targets]).fetchall()}
+        finally:
+            con.close()
+
+    def holder(self, doc_id: str) -> str | None:
+        return self.ids.get(doc_id)
+
+    def recorded(self, digest: str) -> str | None:
+        return self.hashes.get(digest)
+
+    def observation(self, obs_id: str) -> dict[str, Any] | None:
+        return self.targets.get(obs_id) or self.drafted.get(obs_id)

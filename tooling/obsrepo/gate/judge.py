@@ -1,0 +1,160 @@
+"""One judge: a document added to a repository state, held to the rules that look other
+documents up (docs/design.md §2, §8): its id is new, its content is new in its tenant, and what
+it corrects, retracts, gives feedback on or reclassifies exists in its tenant.
+
+The state is asked through `Facts`, whatever keeps it: the write path's kept state of the
+proposal branch (`addition.RuleState`), the index at the watcher's commit with the other drafts
+(`index/drafts.py`), the tree's documents (`TreeFacts`). Each answers the same three questions,
+so the rules are written once; a state says in its own words where a clash is (a writer learns
+which path holds the id, a watcher that the committed document stays).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+from .. import errors
+from ..format.report import Issue
+
+Document = dict[str, Any]  # a document's facts, as `analyze` gives them
+
+
+def visible(tenant: dict[str, str], binding: dict[str, str]) -> bool:
+    """An observation is visible to a binding iff it has every bound key with an equal value."""
+    return all(tenant.get(key) == value for key, value in binding.items())
+
+
+def loc(facts: Document, key: str, index: int | None = None) -> tuple[int, int]:
+    """Where `key` (or its `index`-th item) stands in the document."""
+    if index is not None:
+        items = facts["loc"].get(f"{key}_items") or []
+        if index < len(items):
+            line, col = items[index]
+            return line, col
+    line, col = facts["loc"].get(key, (1, 1))
+    return line, col
+
+
+def reference_targets(path: str, facts: Document, find: Callable[[str], Document | None]) -> list[Issue]:
+    """`corrects` and `retracts` name observations of the author's own tenant, never itself.
+    `find` looks an id up (the full rules and the watcher's drafts share this)."""
+    issues = []
+    for key in ("corrects", "retracts"):
+        for index, target in enumerate(facts[key]):
+            line, col = loc(facts, key, index)
+            hit = find(target)
+            if target == facts["id"]:
+                issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                    f"an observation cannot {key[:-1]} itself"))
+            elif hit is None or hit["tenant"] != facts["tenant"]:
+                issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, f"{key}-target",
+                                    f"`{key}` names '{target}', which does not exist in this tenant"))
+    return issues
+
+
+def stewardship_targets(path: str, facts: Document, find: Callable[[str], Document | None]) -> list[Issue]:
+    """`feedback.target` must be an observation visible to the author's tenant; `reclassify`
+    targets observations of the same tenant (as `retracts` does). `find` looks an id up among
+    the repository's observations (the full rules, the write path's kept state and the
+    watcher's drafts share this)."""
+    issues = []
+    target = facts.get("feedback")
+    if target is not None:
+        hit = find(target)
+        line, col = facts["loc"].get("feedback", (1, 1))
+        if target == facts["id"]:
+            issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                "an observation cannot give feedback on itself"))
+        elif hit is None or not visible(hit["tenant"], facts["tenant"]):
+            issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "feedback-target",
+                                f"`feedback.target` names '{target}', which does not exist in this tenant"))
+    for index, target in enumerate(facts.get("reclassify") or ()):
+        line, col = loc(facts, "reclassify", index)
+        hit = find(target)
+        if target == facts["id"]:
+            issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "self-reference",
+                                "an observation cannot reclassify itself"))
+        elif hit is None or hit["tenant"] != facts["tenant"]:
+            issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "reclassify-target",
+                                f"`reclassify` names '{target}', which does not exist in this tenant"))
+    return issues
+
+
+class Facts(Protocol):
+    """What the judge asks of a repository state about the documents it holds."""
+
+    # the refusals' words: `{id}` and `{path}` (the holder) are filled in
+    id_taken: str
+    content_taken: str
+
+    def holder(self, doc_id: str) -> str | None:
+        """The path of the document the rules count that holds `doc_id` (None: the id is new)."""
+
+    def recorded(self, digest: str) -> str | None:
+        """The path of an observation with this content hash (the hash covers the tenant)."""
+
+    def observation(self, obs_id: str) -> Document | None:
+        """The observation `obs_id` (its `tenant` and `kind` at least), or None."""
+
+
+def judge(path: str, facts: Document, known: Facts) -> list[Issue]:
+    """What the lookup rules say of the valid document `facts` at `path` added to `known`."""
+    issues: list[Issue] = []
+    doc_id = facts["id"]
+    holder = known.holder(doc_id)
+    if holder is not None:
+        line, col = loc(facts, "id")
+        issues.append(Issue(path, line, col, errors.DUPLICATE_ID, "duplicate-id",
+                            known.id_taken.format(id=doc_id, path=holder)))
+    if facts["kind"] != "observation":
+        return issues
+    recorded = known.recorded(facts["hash"])
+    if recorded is not None:
+        line, col = loc(facts, "id")
+        issues.append(Issue(path, line, col, errors.DUPLICATE_CONTENT, "duplicate-content",
+                            known.content_taken.format(id=doc_id, path=recorded)))
+    return issues + reference_targets(path, facts, known.observation) + stewardship_targets(path, facts, known.observation)
+
+
+class TreeFacts:
+    """The valid documents of a tree (or any set of them), by id and content hash."""
+
+    id_taken = "id '{id}' is already used by {path}"
+    content_taken = "the same content (in the same tenant) is already recorded in {path}"
+
+    def __init__(self, documents: Iterable[tuple[str, Document]]) -> None:
+        self.ids: dict[str, str] = {}
+        self.hashes: dict[str, str] = {}
+        self.observations: dict[str, Document] = {}
+        for path, facts in documents:
+            self.ids.setdefault(facts["id"], path)
+            if facts["kind"] == "observation":
+                self.hashes.setdefault(facts["hash"], path)
+                self.observations.setdefault(facts["id"], facts)
+
+    def holder(self, doc_id: str) -> str | None:
+        return self.ids.get(doc_id)
+
+    def recorded(self, digest: str) -> str | None:
+        return self.hashes.get(digest)
+
+    def observation(self, obs_id: str) -> Document | None:
+        return self.observations.get(obs_id)
+
+
+class Layered:
+    """`first`'s answers, else `then`'s: the documents of a change over the state it is added to."""
+
+    def __init__(self, first: Facts, then: Facts) -> None:
+        self.first, self.then = first, then
+        self.id_taken, self.content_taken = first.id_taken, first.content_taken
+
+    def holder(self, doc_id: str) -> str | None:
+        return self.first.holder(doc_id) or self.then.holder(doc_id)
+
+    def recorded(self, digest: str) -> str | None:
+        return self.first.recorded(digest) or self.then.recorded(digest)
+
+    def observation(self, obs_id: str) -> Document | None:
+        return self.first.observation(obs_id) or self.then.observation(obs_id)
