@@ -8,6 +8,7 @@ package does, so the CLI meets the absence where a user's installation would.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -17,6 +18,10 @@ from helpers import Repo, observation
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = ("duckdb", "duckdb_extension_fts", "pyarrow")
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+RELEASE = re.search(r'__version__ = "(.+)"', (ROOT / "tooling" / "obsrepo" / "version.py").read_text(encoding="utf-8"))[1]
+# the install that works before the package is on PyPI: the repository of [project.urls] at the release's tag
+FROM_GIT = f"pip install 'obsrepo[%s] @ git+{PROJECT['urls']['Repository']}@v{RELEASE}'"
 
 
 def without(*modules: str) -> str:
@@ -52,8 +57,10 @@ def test_without_the_index_extra_check_works_and_index_commands_name_the_extra(c
     assert json.loads(proc.stdout)["error"] == {
         "code": "INDEX_ERROR",
         "message": "this command needs the index extra, which is not installed (duckdb is missing): "
-                   "pip install 'obsrepo[index]' (or, from a clone, pip install '.[index]')",
-        "details": {"missing": "duckdb", "extra": "index", "install": "pip install 'obsrepo[index]'"},
+                   f"pip install 'obsrepo[index]' (before obsrepo is on PyPI: {FROM_GIT % 'index'}; "
+                   "from a clone: pip install '.[index]')",
+        "details": {"missing": "duckdb", "extra": "index", "install": "pip install 'obsrepo[index]'",
+                    "install_from_git": FROM_GIT % "index"},
     }
 
 
@@ -69,7 +76,8 @@ def test_without_the_index_extra_check_works_and_index_commands_name_the_extra(c
 def test_a_command_without_its_extra_names_the_extra_and_its_install_command(committed, modules, argv, extra):
     out = refusal(committed, modules, argv)
     assert f"needs the {extra} extra" in out, out
-    assert f"pip install 'obsrepo[{extra}]' (or, from a clone, pip install '.[{extra}]')" in out, out
+    assert f"pip install 'obsrepo[{extra}]' (before obsrepo is on PyPI: {FROM_GIT % extra}; " \
+           f"from a clone: pip install '.[{extra}]')" in out, out
 
 
 def test_every_extra_that_needs_the_index_includes_it():

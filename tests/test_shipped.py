@@ -195,3 +195,62 @@ def test_the_gate_never_imports_the_index(repo, argv):
     imported = _imported(proc.stderr)
     assert "pydantic" in imported and "obsrepo" in imported  # the measurement sees imports at all
     assert not imported & set(INDEX_MODULES), sorted(imported & set(INDEX_MODULES))
+
+
+# --- packaging and release (docs/design.md §18) ------------------------------------------------
+
+RELEASE_WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
+VERSION_FILE = ROOT / "tooling" / "obsrepo" / "version.py"
+
+
+def _project() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _release() -> str:
+    return re.search(r'__version__ = "(.+)"', VERSION_FILE.read_text(encoding="utf-8"))[1]
+
+
+def test_the_version_is_written_once_and_obsrepo_version_prints_it(repo):
+    project = _project()
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["hatch"]["version"]["path"] == VERSION_FILE.relative_to(ROOT).as_posix()
+    proc = repo.obsrepo("--version")
+    assert proc.returncode == 0 and proc.stdout == f"obsrepo, version {_release()}\n", proc
+    assert f"## {_release()}" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+def test_the_project_url_is_one_address_everywhere():
+    urls = _project()["project"]["urls"]
+    url = urls["Repository"]
+    assert url == urls["Homepage"] and f'PROJECT_URL = "{url}"' in VERSION_FILE.read_text(encoding="utf-8")
+    assert all(u.startswith(url) for u in urls.values()), urls
+    templates = ROOT / "tooling" / "obsrepo" / "templates" / "init"
+    assert f"repo: {url}\n" in (templates / "pre-commit-config.yaml").read_text(encoding="utf-8")
+    owner_name = url.removeprefix("https://github.com/")
+    assert f"uses: {owner_name}@v@version@" in (templates / "observations.yml").read_text(encoding="utf-8")
+    # the README's install before the package is on PyPI names the current release's tag
+    assert f"pip install 'obsrepo @ git+{url}@v{_release()}'" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_release_workflow_builds_on_version_tags_and_publishes_with_trusted_publishing():
+    workflow = yaml.safe_load(RELEASE_WORKFLOW.read_text(encoding="utf-8"))
+    assert workflow[True] == {"push": {"tags": ["v*"]}}  # YAML 1.1 reads the key `on` as true
+    build, publish = workflow["jobs"]["build"], workflow["jobs"]["publish"]
+    runs = "\n".join(s.get("run", "") for s in build["steps"])
+    assert "python -m build" in runs and "dist/*.whl" in runs  # sdist and wheel, the wheel tried
+    assert publish["needs"] == "build" and publish["permissions"] == {"id-token": "write"}
+    assert publish["steps"][-1] == {"uses": "pypa/gh-action-pypi-publish@release/v1"}  # no token: trusted publishing
+    assert not [s for s in publish["steps"] if "with" in s and "password" in s["with"]]
+
+
+@pytest.mark.parametrize(("tag", "code"), [("v{release}", 0), ("v{release}.1", 1), ("{release}", 1)])
+def test_the_release_refuses_a_tag_that_is_not_the_version(tag: str, code: int):
+    steps = yaml.safe_load(RELEASE_WORKFLOW.read_text(encoding="utf-8"))["jobs"]["build"]["steps"]
+    (script,) = [s["run"] for s in steps if s.get("name") == "the tag is the release's version"]
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "GITHUB_REF_NAME": tag.format(release=_release())}
+    proc = subprocess.run(["bash", "-e", "-c", script.replace("python ", f"{sys.executable} ")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == code, proc.stdout + proc.stderr

@@ -10,7 +10,7 @@
         └── QueryLimit            QUERY_TIMEOUT, QUERY_MEMORY_LIMIT: `sql` ran out of time or memory
 
 Anything else that escapes is a bug: INTERNAL_ERROR, exit 5.
-This module imports nothing of ours.
+This module imports nothing of ours but the release (version.py, for install hints).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from .version import install_from_git
 
 VALIDATION_ERROR = "VALIDATION_ERROR"
 IMMUTABLE_VIOLATION = "IMMUTABLE_VIOLATION"
@@ -156,5 +158,7 @@ def missing_extra(exc: BaseException, command: str | None = None) -> IndexFault 
     wanted = COMMAND_EXTRAS.get(command or "", "index")
     extra = wanted if owner == wanted or owner in EXTRA_INCLUDES.get(wanted, ()) else owner
     install = f"pip install 'obsrepo[{extra}]'"
+    from_git = install_from_git(f"obsrepo[{extra}]")  # works before the release is on PyPI (§18)
     return IndexFault(f"this command needs the {extra} extra, which is not installed ({name} is missing): "
-                      f"{install} (or, from a clone, pip install '.[{extra}]')", missing=name, extra=extra, install=install)
+                      f"{install} (before obsrepo is on PyPI: {from_git}; from a clone: pip install '.[{extra}]')",
+                      missing=name, extra=extra, install=install, install_from_git=from_git)

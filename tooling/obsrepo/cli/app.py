@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..ops.surface import settle
+from ..ops.surface import RELEASE, settle
 from .errors import _Group
 from .options import examples
 
@@ -17,7 +17,7 @@ from .options import examples
              epilog=examples("obsrepo new --source agent/crm --event \"Acme signed\" --entity company/acme",
                              "obsrepo check", "obsrepo query --scope task/42 --format full",
                              "obsrepo snapshot company/acme", "obsrepo COMMAND --help"))
-@click.version_option(package_name="obsrepo", help="Show the version and exit.")
+@click.version_option(RELEASE, prog_name="obsrepo", help="Show the version and exit.")
 def main() -> None:
     """A git repository as a database of observations.
 

@@ -1,7 +1,8 @@
 """The product's own words, as every adapter shows and reads them: the vocabulary (tenant keys,
 classifications, query modes, outcomes), the texts of seed 002 and of `check` (so the CLI, the
 MCP server and the web view print the same lines), and the readers of a new observation's
-input (JSON and `KEY=VALUE` fields). Nothing here prints; heavy modules load on first use.
+input (JSON and `KEY=VALUE` fields), and the release. Nothing here prints; heavy modules load
+on first use.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from ..format.vocabulary import (
     is_document_name,
 )
 from ..params import TENANT_KEYS
+from ..version import __version__ as RELEASE
 
 __all__ = [
     "CLASSIFICATIONS", "CONFIDENCES", "DEFAULT_CLASSIFICATION", "DOCUMENT_ROOTS", "ENTITY_SCHEMAS_DIR",
-    "FEEDBACK_OUTCOMES", "NOT_WRITTEN", "QUERY_MODES", "TENANT_KEYS", "Issue", "Report", "is_document_name",
+    "FEEDBACK_OUTCOMES", "NOT_WRITTEN", "QUERY_MODES", "RELEASE", "TENANT_KEYS", "Issue", "Report", "is_document_name",
     "log_folder", "observation_lines", "option_timestamp", "parse_field", "plural", "printable", "read_json_input",
     "read_text", "settle", "stamp_ms", "table", "text_line", "write_replacing",
 ]
