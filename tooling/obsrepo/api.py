@@ -30,14 +30,15 @@ def _destination(commit: bool, branch: str | None) -> ops.Destination:
 class Repository:
     def __init__(self, path: str = ".", *, index: str | None = None, tenant: dict[str, str] | None = None,
                  progress: Progress | None = None, overlay: bool = True,
-                 max_classification: str | None = None, branch: str | None = None) -> None:
+                 max_classification: str | None = None, branch: str | None = None, embedder: str | None = None) -> None:
         """`progress(done, total)` is called while a missing or outdated index is built for a read.
         `overlay`: whether `query` shows a running watcher's uncommitted drafts (docs/design.md §13).
         `max_classification` is the caller's ceiling (docs/design.md §14): nothing above it is read.
-        `branch`: the proposal branch of writes that name none (default obsrepo/proposals)."""
+        `branch`: the proposal branch of writes that name none (default obsrepo/proposals).
+        `embedder`: `provider:model` of recall (docs/design.md §15), else OBSREPO_EMBEDDER."""
         self.session = Session(path, index=index, binding=Binding.of(tenant),
                                ceiling=Ceiling.parse(max_classification, "max_classification"), branch=branch,
-                               progress=progress, overlay=overlay)
+                               progress=progress, overlay=overlay, embedder=embedder)
         self.git = self.session.git
         self.root = self.session.root
         self.index_file = self.session.index_file
@@ -68,6 +69,10 @@ class Repository:
 
     def status(self) -> dict[str, Any]:
         return run(self.session, ops.Status()).to_json()
+
+    def embedder_info(self, *texts: str) -> dict[str, Any]:
+        """The configured embedder ({provider, fingerprint, dimension, vectors}) and the vectors of `texts`."""
+        return run(self.session, ops.EmbedInfo(texts=texts)).to_json()
 
     def sql(self, statement: str, *, timeout: float = 30.0, memory_limit: str = "1GB") -> tuple[list[str], list[tuple]]:
         """Run one read-only query; returns (column names, rows)."""

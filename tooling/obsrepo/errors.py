@@ -7,6 +7,7 @@
     └── EnvironmentFault          GIT_ERROR, INDEX_ERROR (exit 4)
         ├── WriteFault            WRITE_ERROR: a file could not be written whole (nothing was left)
         ├── IndexFault            INDEX_ERROR, also a missing extra (`missing_extra`)
+        ├── EmbedderFault         EMBEDDER_ERROR: an embedding provider failed or its model is missing
         └── QueryLimit            QUERY_TIMEOUT, QUERY_MEMORY_LIMIT: `sql` ran out of time or memory
 
 Anything else that escapes is a bug: INTERNAL_ERROR, exit 5.
@@ -36,6 +37,7 @@ GIT_ERROR = "GIT_ERROR"
 WRITE_ERROR = "WRITE_ERROR"
 QUERY_TIMEOUT = "QUERY_TIMEOUT"
 QUERY_MEMORY_LIMIT = "QUERY_MEMORY_LIMIT"
+EMBEDDER_ERROR = "EMBEDDER_ERROR"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 
 _MENTIONED = re.compile(r"`([a-z_]+)`")  # a request field a message mentions
@@ -121,6 +123,14 @@ class WriteFault(EnvironmentFault):
     code = WRITE_ERROR
 
 
+class EmbedderFault(EnvironmentFault):
+    """An embedding provider could not give vectors: a local model missing or unreadable, a
+    server down, slow, refusing (HTTP 429, 5xx) or answering something else than the vectors
+    asked for. Nothing about the input is wrong; `details["provider"]` names the provider."""
+
+    code = EMBEDDER_ERROR
+
+
 class QueryLimit(EnvironmentFault):
     """A statement stopped by a limit the caller set (`--timeout`, `--memory-limit`): the
     statement is not wrong, and the same one succeeds with a larger limit."""
@@ -138,6 +148,8 @@ EXTRA_MODULES: dict[str, frozenset[str]] = {
                       "truststore", "idna", "jsonschema", "jsonschema_specifications", "referencing", "rpds", "attr",
                       "attrs", "jwt", "cryptography", "_cffi_backend", "multipart", "python_multipart", "opentelemetry"}),
     "watch": frozenset({"watchdog"}),
+    "semantic": frozenset({"model2vec", "numpy", "tokenizers", "safetensors", "huggingface_hub", "joblib", "tqdm",
+                           "jinja2", "markupsafe", "hf_xet", "fsspec", "cloudpickle"}),
 }
 EXTRA_INCLUDES: dict[str, frozenset[str]] = {"mcp": frozenset({"index"}), "watch": frozenset({"index"})}
 # The commands whose own extra is not `index` (every other command that loads a heavy module

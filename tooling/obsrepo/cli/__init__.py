@@ -8,11 +8,12 @@
     live.py      index, watch, mcp        write.py     correct, retract, relate, merge
     steward.py   feedback, reclassify, retention, export, comprehend, comprehensions
     init.py      init
+    embed.py     embed info, embed pull
 """
 
 from __future__ import annotations
 
-from . import entities, gate, init, live, reads, review, steward, write  # noqa: F401 - each registers its commands
+from . import embed, entities, gate, init, live, reads, review, steward, write  # noqa: F401 - each registers its commands
 from .app import main, run
 from .errors import handled
 from .options import examples

@@ -21,15 +21,21 @@ def examples(*lines: str) -> str:
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
-def session(index: str | None = None, tenant: str | None = None, branch: str | None = None) -> Session:
+def session(index: str | None = None, tenant: str | None = None, branch: str | None = None,
+            embedder: str | None = None) -> Session:
     """The door for one command: the repository around the working folder, the binding of
-    --tenant (else OBSREPO_TENANT), the index of --index (else OBSREPO_INDEX)."""
+    --tenant (else OBSREPO_TENANT), the index of --index (else OBSREPO_INDEX), the embedder of
+    --embedder (else OBSREPO_EMBEDDER)."""
     return Session(os.getcwd(), index=index, binding=Binding.configured(tenant, "tenant"),
-                   progress=_progress_bar("indexing"), branch=branch)
+                   progress=_progress_bar("indexing"), branch=branch, embedder=embedder)
 
 
 index_option = click.option("--index", "index_path", metavar="PATH", envvar="OBSREPO_INDEX",
                             help="The index file (default .obsrepo/index.duckdb, or OBSREPO_INDEX).")
+
+
+embedder_option = click.option("--embedder", metavar="PROVIDER:MODEL",
+                               help="none, model2vec:<model folder>, openai:<model> or ollama:<model> (or OBSREPO_EMBEDDER).")
 
 
 tenant_option = click.option("--tenant", metavar="org=…[,project=…]", help="Bind every read to this tenant (or OBSREPO_TENANT).")

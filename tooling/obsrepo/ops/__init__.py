@@ -13,6 +13,7 @@ surface with `ObsrepoError.renamed`. Nothing here prints or knows an adapter's n
 from __future__ import annotations
 
 from .adopt import Init, Initialized, init
+from .embedding import EmbedInfo, EmbedPull
 from .reads import (
     Comprehensions,
     Entities,
@@ -39,7 +40,8 @@ from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relat
 
 __all__ = [
     "OPERATIONS", "Answer", "Binding", "Ceiling", "Check", "CheckDocument", "Comprehend", "Comprehensions", "Correct",
-    "Destination", "Diff", "Entities", "Export", "Feedback", "Find", "History", "Index", "Init", "Initialized", "Merge", "Moment", "New",
+    "Destination", "Diff", "EmbedInfo", "EmbedPull", "Entities", "Export", "Feedback", "Find", "History", "Index", "Init",
+    "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Query", "Reclassify", "Relate", "Related",
     "Relations", "Retention", "Retract", "Rev", "Session", "Show", "Snapshot", "Sql", "Status", "Timeline", "WorkTree",
     "destination", "init", "run",

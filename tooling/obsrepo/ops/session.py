@@ -20,14 +20,17 @@ from ..gitstore import Git
 from .values import NO_CEILING, UNBOUND, Binding, Ceiling, ProposalBranch, Rev
 
 T = TypeVar("T")
+_UNLOADED = object()
 Progress = Callable[[int, int], None]
 
 
 class Session:
     def __init__(self, path: str = ".", *, index: str | None = None, binding: Binding = UNBOUND,
                  ceiling: Ceiling = NO_CEILING, branch: str | None = None, progress: Progress | None = None,
-                 overlay: bool = True) -> None:
+                 overlay: bool = True, embedder: str | None = None) -> None:
         """`progress(done, total)` is called while a missing or outdated index is built for a read.
+        `embedder`: `provider:model` (docs/design.md §15), else OBSREPO_EMBEDDER; loaded when
+        first used, so a command that embeds nothing never loads a model.
         `overlay`: whether reads show a running watcher's uncommitted drafts (docs/design.md §13).
         `ceiling`: nothing above it is read (§14). `branch`: the proposal branch of writes that
         name none (default obsrepo/proposals)."""
@@ -46,6 +49,8 @@ class Session:
         self.writing = threading.RLock()  # one write at a time per process: the rule state is shared
         self._states: Any = None  # the write path's rule state, moved along with the proposal branch
         self._live: Any = None  # a LiveIndex once `keep_open` was called
+        self._embedder_spec = embedder
+        self._embedder: Any = _UNLOADED
 
     # -- revisions -----------------------------------------------------------------------
     def rev(self, name: str, field: str) -> Rev:
@@ -58,6 +63,15 @@ class Session:
     def at(self, name: str | None, field: str = "at") -> Rev | None:
         """A read's commit: None (the tip served) when not given; anything given must resolve."""
         return None if name is None else self.rev(name, field)
+
+    # -- recall ---------------------------------------------------------------------------
+    def embedder(self) -> Any:
+        """The configured embedder (an `embed.Embedder`), None when there is none; loaded once."""
+        if self._embedder is _UNLOADED:
+            from ..embed import configured
+
+            self._embedder = configured(self._embedder_spec, "embedder")
+        return self._embedder
 
     # -- the index kept open ---------------------------------------------------------------
     def keep_open(self) -> None:

@@ -1,0 +1,138 @@
+"""Embedders for tests, real and offline: a tiny model2vec model written file by file, and a
+loopback server speaking OpenAI's `/v1/embeddings` and Ollama's `/api/embed`.
+
+    folder = write_model(tmp_path / "model")        # config.json, tokenizer.json, model.safetensors
+    with EmbeddingServer() as server:               # http://127.0.0.1:<port>
+        env = server.env("openai:toy")              # OBSREPO_EMBEDDER, OBSREPO_EMBEDDER_URL
+        ...
+        server.texts                                # every text it embedded, in order
+
+Both embed with the same hand-made vectors: synonyms share a direction (invoice/bill, paid/
+settled, shipment/parcel, late/delayed), so "bill settled" lies where "invoice paid" does and
+far from "parcel late". Nothing here imports the product.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+DIRECTIONS = {"invoice": 0, "bill": 0, "paid": 1, "settled": 1, "shipment": 2, "parcel": 2, "late": 3, "delayed": 3}
+DIMENSION = 5  # the fifth axis holds the words of no concept
+VOCABULARY = ["[UNK]", "[PAD]", *DIRECTIONS, "acme", "the", "was", "signed"]
+
+
+def word_vector(word: str, scale: float = 1.0) -> list[float]:
+    vector = [0.0] * DIMENSION
+    vector[DIRECTIONS.get(word, DIMENSION - 1)] = scale
+    return vector
+
+
+def toy_vector(text: str) -> list[float]:
+    """The mean of the known words' vectors (as a static model computes it), normalized."""
+    words = [w for w in text.lower().split() if w in VOCABULARY[2:]]
+    total = [sum(word_vector(w)[i] for w in words) for i in range(DIMENSION)]
+    norm = math.sqrt(sum(v * v for v in total)) or 1.0
+    return [v / norm for v in total]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(x * x for x in b))
+    return sum(x * y for x, y in zip(a, b)) / (na * nb) if na and nb else 0.0
+
+
+def write_model(folder: Path, scale: float = 1.0) -> Path:
+    """A model2vec model in the library's layout: a word-level tokenizer (lowercase, split on
+    white space and punctuation) and one float32 row per token, written as safetensors."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = {token: i for i, token in enumerate(VOCABULARY)}
+    tokenizer = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                 "normalizer": {"type": "Lowercase"}, "pre_tokenizer": {"type": "Whitespace"},
+                 "post_processor": None, "decoder": None,
+                 "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}}
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
+    (folder / "config.json").write_text(json.dumps({"normalize": True, "hidden_dim": DIMENSION}), encoding="utf-8")
+    rows = [[0.0] * DIMENSION if token.startswith("[") else word_vector(token, scale) for token in VOCABULARY]
+    data = b"".join(struct.pack(f"<{DIMENSION}f", *row) for row in rows)
+    header = json.dumps({"embeddings": {"dtype": "F32", "shape": [len(rows), DIMENSION], "data_offsets": [0, len(data)]}})
+    header_bytes = header.encode("utf-8")
+    header_bytes += b" " * (-len(header_bytes) % 8)
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header_bytes)) + header_bytes + data)
+    return folder
+
+
+class EmbeddingServer:
+    """A loopback embedding server. `mode` decides its next answers: "ok", "429", "503",
+    "401-echo" (refuses, repeating the Authorization header it got), "malformed", "wrong-dimension",
+    "slow" (answers after `delay` seconds)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.requests: list[dict[str, Any]] = []
+        self.mode = "ok"
+        self.delay = 3.0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                server.answer(self, json.loads(body))
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.origin = f"http://127.0.0.1:{self._http.server_address[1]}"
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    def __enter__(self) -> EmbeddingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    def env(self, embedder: str) -> dict[str, str]:
+        url = self.origin if embedder.startswith("ollama:") else self.origin + "/v1"
+        return {"OBSREPO_EMBEDDER": embedder, "OBSREPO_EMBEDDER_URL": url}
+
+    def answer(self, handler: BaseHTTPRequestHandler, request: dict[str, Any]) -> None:
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        self.requests.append({"path": handler.path, "model": request.get("model"), "texts": texts,
+                              "authorization": handler.headers.get("Authorization")})
+        if self.mode in ("429", "503"):
+            return self._send(handler, int(self.mode), b'{"error": {"message": "busy"}}')
+        if self.mode == "401-echo":
+            echoed = json.dumps({"error": f"bad key: {handler.headers.get('Authorization')}"})
+            return self._send(handler, 401, echoed.encode())
+        if self.mode == "malformed":
+            return self._send(handler, 200, b'{"data": [ {"embedding": [0.1, ')
+        if self.mode == "slow":
+            time.sleep(self.delay)
+        self.texts.extend(texts)
+        vectors = [toy_vector(text) + ([0.5] if self.mode == "wrong-dimension" and i else []) for i, text in enumerate(texts)]
+        if handler.path == "/api/embed":
+            payload = {"model": request.get("model"), "embeddings": vectors}
+        else:  # OpenAI's shape, answered out of order: the client sorts by index
+            payload = {"object": "list", "model": request.get("model"),
+                       "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in reversed(list(enumerate(vectors)))]}
+        self._send(handler, 200, json.dumps(payload).encode())
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        try:
+            handler.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting ("slow")
+            pass
+

@@ -1,0 +1,70 @@
+"""Embedding providers behind one protocol (docs/design.md §15): text in, float32 vectors out.
+
+    model2vec:<dir>   static embeddings from a local folder (the `semantic` extra)
+    openai:<model>    any OpenAI-compatible `/v1/embeddings` (OpenAI, vLLM, llama.cpp, LM Studio)
+    ollama:<model>    Ollama's `/api/embed`
+
+This layer knows nothing of documents or the index: it turns texts into vectors and names the
+vectors' kind with a fingerprint, so that vectors of two models, or of two sizes of one model,
+are never mixed. Nothing here downloads (`obsrepo embed pull` is the one command that may).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+Vector = array  # array('f'): float32, the stdlib's, so remote providers need no numpy
+
+EMBEDDER_ENV = "OBSREPO_EMBEDDER"
+URL_ENV = "OBSREPO_EMBEDDER_URL"
+KEY_ENV_ENV = "OBSREPO_EMBEDDER_KEY_ENV"
+TIMEOUT_ENV = "OBSREPO_EMBEDDER_TIMEOUT"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+PROVIDERS = ("none", "model2vec", "openai", "ollama")
+
+
+class Embedder(Protocol):
+    """What every provider offers. `fingerprint` names the kind of vector (provider, model
+    identity, dimensions): equal fingerprints give equal vectors for equal texts."""
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]: ...
+
+
+def configured(spec: str | None, field: str, environ: Mapping[str, str] | None = None) -> Embedder | None:
+    """The embedder of `spec` (else OBSREPO_EMBEDDER), None for `none` or nothing set. An
+    unknown provider or an empty model is VALIDATION_ERROR naming `field` (the environment
+    variable when the spec came from there); a local model that is not there is EMBEDDER_ERROR
+    naming `obsrepo embed pull`."""
+    from .choice import embedder_of
+
+    env = os.environ if environ is None else environ
+    if spec is None:
+        spec, field = env.get(EMBEDDER_ENV), EMBEDDER_ENV
+    if spec is None:
+        return None
+    return embedder_of(spec, field, env)
+
+
+def fingerprint_of(identity: dict[str, Any]) -> str:
+    """A folder-safe name for a kind of vector: the provider, then a hash of what makes its
+    vectors what they are."""
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()
+    return f"{identity['provider']}-{digest[:24]}"
+
+
+__all__ = ["DEFAULT_KEY_ENV", "EMBEDDER_ENV", "Embedder", "KEY_ENV_ENV", "PROVIDERS", "TIMEOUT_ENV", "URL_ENV", "Vector",
+           "configured", "fingerprint_of"]

@@ -1,0 +1,82 @@
+"""The embedder operations (docs/design.md §15): what the configured embedder is, and fetching
+a local model, the one code path that downloads."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import EmbedderFault, UsageError
+from .registry import Answer, operation
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+@dataclass(frozen=True)
+class EmbedInfo:
+    """The session's embedder: provider, fingerprint and dimensions; with `texts`, their vectors
+    (a way to see that a model or a server answers as configured)."""
+
+    texts: tuple[str, ...] = field(default_factory=tuple)
+
+
+class EmbedderState(Answer):
+    """{provider, fingerprint, dimension, vectors}; provider "none" when no embedder is configured."""
+
+
+@operation("embed_info", "reads")
+def embed_info(session: Session, request: EmbedInfo) -> EmbedderState:
+    embedder = session.embedder()
+    if embedder is None:
+        if request.texts:
+            raise UsageError("embedder: none is configured, so nothing can be embedded: set OBSREPO_EMBEDDER or `embedder` "
+                             "(model2vec:<model folder>, openai:<model>, ollama:<model>)", parameter="embedder")
+        return EmbedderState({"provider": "none", "fingerprint": None, "dimension": None, "vectors": []})
+    vectors = embedder.embed(list(request.texts))
+    return EmbedderState({"provider": embedder.provider, "fingerprint": embedder.fingerprint,
+                          "dimension": embedder.dimension, "vectors": [[round(v, 6) for v in vector] for vector in vectors]})
+
+
+@dataclass(frozen=True)
+class EmbedPull:
+    """Download the model2vec model `hub_id` (`owner/name` on the Hugging Face hub) into `to`
+    (default `.obsrepo/models/<owner>--<name>` of the repository)."""
+
+    hub_id: str
+    to: str | None = None
+
+
+class PulledModel(Answer):
+    """{hub_id, folder, embedder}: `embedder` is the OBSREPO_EMBEDDER value that uses it."""
+
+
+@operation("embed_pull", "writes")
+def embed_pull(session: Session, request: EmbedPull) -> PulledModel:
+    owner, slash, name = request.hub_id.partition("/")
+    if not slash or not owner or not name or "/" in name or any(part in ("", ".", "..") for part in (owner, name)):
+        raise UsageError(f"hub_id '{request.hub_id}' is not a hub id of the form owner/name "
+                         "(e.g. minishlab/potion-base-8M)", parameter="hub_id")
+    folder = os.path.abspath(request.to or os.path.join(session.root, ".obsrepo", "models", f"{owner}--{name}"))
+    _download(request.hub_id, folder)
+    from ..embed.local import Model2Vec
+
+    model = Model2Vec.open(folder)  # proof that what came is a model this provider reads
+    return PulledModel({"hub_id": request.hub_id, "folder": folder, "embedder": f"model2vec:{folder}",
+                        "fingerprint": model.fingerprint, "dimension": model.dimension})
+
+
+def _download(hub_id: str, folder: str) -> None:
+    from ..embed.local import MODEL_FILES
+    from ..errors import missing_extra
+
+    try:
+        from huggingface_hub import snapshot_download
+    except ModuleNotFoundError as exc:
+        raise (missing_extra(exc) or exc) from None
+    try:
+        snapshot_download(hub_id, local_dir=folder, allow_patterns=[*MODEL_FILES, "README.md", "modules.json"])
+    except Exception as exc:  # noqa: BLE001 - the hub's many failures (network, unknown id, auth) are one refusal
+        raise EmbedderFault(f"the model '{hub_id}' could not be downloaded: {type(exc).__name__}: {exc}",
+                            provider="model2vec", model=hub_id) from None
