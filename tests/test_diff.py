@@ -338,3 +338,23 @@ def _carry(make_repo: Callable[..., Repo], steps: list, split: int) -> None:
                 snap[change["field"]] = change["new"]
         state[entity] = {} if entry["change"] == "deleted" else snap
     assert state == _snapshots(library, head)
+
+
+def test_feedback_and_a_reclassification_of_an_existing_observation_are_a_valid_change(make_repo: Callable[..., Repo]) -> None:
+    """The review's check of the change looked up what `corrects` and `retracts` name but not a
+    `feedback` target or what `reclassify` names: a valid change was reported REF_NOT_FOUND."""
+    repo = make_repo()
+    target = observation("obs-20260213-102500-0001", entity="company/acme", fields={"name": "Acme"})
+    repo.add(target)
+    base = repo.commit("base")
+    repo.add(observation("obs-20260214-102500-0002", feedback={"target": target.id, "outcome": "accepted"}))
+    repo.add(observation("obs-20260214-102500-0003", reclassify={"targets": [target.id], "classification": "restricted"}))
+    repo.commit("stewardship")
+    assert repo.check("--base", base).returncode == 0
+    proc = repo.obsrepo("diff", base, "HEAD", "--format", "json")
+    report = json.loads(proc.stdout)
+    assert (proc.returncode, report["valid"], report["problems"]) == (0, True, []), report["problems"]
+    repo.add(observation("obs-20260215-102500-0004", feedback={"target": "obs-20990101-000000-0009", "outcome": "accepted"}))
+    repo.commit("feedback on nothing")
+    report = json.loads(repo.obsrepo("diff", base, "HEAD", "--format", "json").stdout)
+    assert [p["rule"] for p in report["problems"]] == ["feedback-target"]

@@ -107,6 +107,7 @@ def _repository_rules(analyses: dict[str, Analysis], context: Context) -> list[I
             continue
         wanted.hashes.add(facts["hash"])
         wanted.ids.update(facts["corrects"] + facts["retracts"])
+        wanted.ids.update(([facts["feedback"]] if facts.get("feedback") else []) + list(facts.get("reclassify") or ()))
         wanted.entities.update(target for _kind, target in facts["relations"])
         wanted.graph_types.update(kind for kind, _target in facts["relations"] if kind in GRAPH_TYPES)
     changed = set(analyses)
