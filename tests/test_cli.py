@@ -99,6 +99,24 @@ def test_every_command_prints_its_help_with_the_examples(repo: Repo) -> None:
 
 # --- exit codes ----------------------------------------------------------------------------------
 
+def _completion(repo: Repo, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "obsrepo"], cwd=repo.path, env={**repo.env, **env},
+                          capture_output=True, text=True, check=False)
+
+
+def test_shell_completion_as_the_readme_sets_it_up_completes_commands_and_choices(repo: Repo) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    shells = re.findall(r"_OBSREPO_COMPLETE=(\w+)_source obsrepo", readme)
+    assert sorted(shells) == ["bash", "fish", "zsh"]
+    for shell in shells:
+        script = _completion(repo, _OBSREPO_COMPLETE=f"{shell}_source")
+        assert script.returncode == 0 and "_OBSREPO_COMPLETE" in script.stdout and script.stderr == "", (shell, script)
+    commands = _completion(repo, _OBSREPO_COMPLETE="bash_complete", COMP_WORDS="obsrepo in", COMP_CWORD="1")
+    assert commands.stdout.split() == ["plain,index", "plain,init"], commands
+    choices = _completion(repo, _OBSREPO_COMPLETE="bash_complete", COMP_WORDS="obsrepo query --format ", COMP_CWORD="3")
+    assert choices.stdout.split() == [f"plain,{mode}" for mode in ("short", "full", "json", "jsonl")], choices
+
+
 def test_every_reading_command_is_listed() -> None:
     assert set(READERS) | NOT_READERS == set(main.commands)
 
