@@ -9,10 +9,10 @@ import click
 
 from .. import errors
 from ..ops import Binding, Index, run
-from ..ops.surface import plural
+from ..ops.surface import plural, vectors_line
 from .app import main
 from .errors import _emit_json, handled
-from .options import FORMATS, _progress_bar, examples, index_option, read_options, session
+from .options import FORMATS, _progress_bar, embedder_option, examples, index_option, read_options, session
 
 
 def _repository(index: str | None = None, tenant: str | None = None, branch: str | None = None) -> Any:
@@ -28,17 +28,19 @@ def _repository(index: str | None = None, tenant: str | None = None, branch: str
 @click.option("--strict", is_flag=True, help="Exit 1 (and keep the previous index) if history holds invalid documents.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no warnings.")
 @index_option
+@embedder_option
 @click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
               help="text: a summary on stderr; json: the result (commit, counts, problems) on stdout.")
 @handled
-def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_path: str | None, output_format: str) -> int:
+def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_path: str | None, embedder: str | None,
+                  output_format: str) -> int:
     """Build or update the index from git objects at REV.
 
     The other commands do this themselves when the index is missing or behind HEAD; run it to
     see the warnings about invalid documents in history, or in CI with --strict.
     """
     progress = None if quiet or output_format == "json" else _progress_bar("indexing", keep=True)
-    result = run(session(index_path), Index(rev, full, strict, progress)).result
+    result = run(session(index_path, embedder=embedder), Index(rev, full, strict, progress)).result
     if output_format == "json":
         _emit_json(result.as_dict())
     elif not quiet:
@@ -49,6 +51,8 @@ def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_
         # `check` counts in the work tree) and one version more per edit along the chain
         click.echo(f"index {kind} at {result.commit[:12]}: {plural(result.commits, 'commit')}, "
                    f"{plural(result.added, 'document version')} added, {result.removed} removed", err=True)
+        if result.semantic is not None:
+            click.echo(vectors_line(result.semantic), err=True)
     return errors.EXIT_PROBLEMS if strict and result.problems else errors.EXIT_OK
 
 

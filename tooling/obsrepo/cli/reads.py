@@ -6,7 +6,7 @@ import click
 
 from .. import errors
 from ..ops import Query, Show, Sql, Status, run
-from ..ops.surface import CLASSIFICATIONS, QUERY_MODES, observation_lines, plural, table
+from ..ops.surface import CLASSIFICATIONS, QUERY_MODES, observation_lines, plural, table, vectors_line
 from .app import main
 from .errors import _emit_json, handled
 from .options import FORMATS, at_option, examples, index_option, json_or_text, read_options, session
@@ -84,6 +84,8 @@ def status(index_path: str | None, output_format: str) -> int:
         f"overlay:          {_overlay_line(state['overlay_documents'], watcher)}",
         f"last update:      {last.get('updated_at', '-')}" + (f" ({last['duration_ms']} ms)" if "duration_ms" in last else ""),
     ]
+    if state["semantic"] is not None:
+        lines.append(f"semantic:         {vectors_line(state['semantic'])}")
     click.echo("\n".join(lines))
     return errors.EXIT_OK
 

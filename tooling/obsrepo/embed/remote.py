@@ -47,6 +47,16 @@ class Remote:
             self._dimension = len(self._post([PROBE_TEXT])[0])
         return self._dimension
 
+    def assume_dimension(self, dimension: int) -> None:
+        """Take the size a former run learned (the vector cache keeps it), so that knowing the
+        fingerprint costs no request; a server that answers another size is still refused."""
+        if self._dimension is None:
+            self._dimension = dimension
+
+    @property
+    def known_dimension(self) -> int | None:
+        return self._dimension
+
     @property
     def fingerprint(self) -> str:
         identity = {"provider": self.provider, "model": self.model, "dimension": self.dimension,

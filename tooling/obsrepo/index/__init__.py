@@ -22,16 +22,18 @@ def build_index(git: Git, files: IndexFiles, target: str, **options: Any) -> Any
 
 
 def reader_at_least(git: Git, files: IndexFiles, target: str | None, auto_update: bool = True,
-                    progress: Callable[[int, int], None] | None = None, **settings: Any) -> Any:
+                    progress: Callable[[int, int], None] | None = None, embedder: Callable[[], Any] | None = None,
+                    **settings: Any) -> Any:
     """A read-only connection to an index that is trustworthy and, when `target` is given,
-    reflects it. A missing, damaged or outdated index is rebuilt or updated from git first.
-    `settings` are passed to `open_reader` (memory_limit)."""
+    reflects it. A missing, damaged or outdated index is rebuilt or updated from git first
+    (with the vectors of `embedder`, see vectors.py). `settings` are passed to `open_reader`
+    (memory_limit)."""
     try:
         con = open_reader(files.path, **settings)
     except IndexFault:
         if not auto_update:
             raise
-        build_index(git, files, target or git.resolve("HEAD"), progress=progress)
+        build_index(git, files, target or git.resolve("HEAD"), progress=progress, embedder=embedder)
         return open_reader(files.path, **settings)
     if target is None or not auto_update:
         return con
@@ -39,5 +41,5 @@ def reader_at_least(git: Git, files: IndexFiles, target: str | None, auto_update
     if indexed == target:
         return con
     con.close()
-    build_index(git, files, target, progress=progress)
+    build_index(git, files, target, progress=progress, embedder=embedder)
     return open_reader(files.path, **settings)

@@ -31,6 +31,7 @@ from .paths import unwritable
 from .plan import Addition, UpdatePlan, plan_update
 from .rows import PLAIN_LIMIT, SMALL_BATCH, insert_rows, observation_batch, text_batch, utc
 from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
+from .vectors import EmbedderSource, behind, refresh_vectors
 from .weights import refresh_weights
 from .writer import IndexFiles, open_writer
 
@@ -54,12 +55,14 @@ class BuildResult:
     reused: int = 0  # documents whose analysis came from the cache `check` shares (gate/cache.py)
     unchanged: bool = False  # the index was already there: nothing published
     discarded: bool = False  # --strict found problems: the previous index stays published
+    semantic: dict[str, Any] | None = None  # with an embedder: {fingerprint, embedded, pending, error}
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        shown = {
             "commit": self.commit, "full": self.full, "added": self.added, "removed": self.removed,
             "commits": self.commits, "problems": [p.as_dict() for p in self.problems],
         }
+        return shown if self.semantic is None else shown | {"semantic": self.semantic}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,7 @@ class BuildContext:
     full: bool = False  # rebuild from git, reusing nothing stored
     strict: bool = False  # a document with problems discards the build
     progress: Callable[[int, int], None] | None = None
+    embedder: EmbedderSource | None = None  # recall's embedder, loaded when first needed (vectors.py)
 
 
 @dataclass(slots=True)
@@ -93,8 +97,10 @@ class StrictFailure(Exception):
 
 
 def build(git: Git, files: IndexFiles, target: str, full: bool = False,
-          progress: Callable[[int, int], None] | None = None, strict: bool = False) -> BuildResult:
-    """Bring the index to commit `target` (a full sha) and publish it."""
+          progress: Callable[[int, int], None] | None = None, strict: bool = False,
+          embedder: EmbedderSource | None = None) -> BuildResult:
+    """Bring the index to commit `target` (a full sha) and publish it; with `embedder`, with the
+    vectors of its texts (vectors.py)."""
     import time
 
     from ..gate.cache import paused_gc
@@ -102,7 +108,7 @@ def build(git: Git, files: IndexFiles, target: str, full: bool = False,
     _warm_up_validation()
     started = time.time()
     with paused_gc():
-        result = _build_locked(BuildContext(git, files, target, full, strict, progress))
+        result = _build_locked(BuildContext(git, files, target, full, strict, progress, embedder))
     if not result.unchanged:
         record_update(files.path, result, started)
     return result
@@ -131,9 +137,10 @@ def _build_locked(build: BuildContext) -> BuildResult:
         try:
             existing = None if build.full else files.current_commit_chain()
             if existing and existing[-1] == target:
-                if files.intact():
+                if not files.intact():
+                    existing = None  # a damaged block somewhere: rebuild from git
+                elif not behind(build.git, files.path, build.embedder):
                     return BuildResult(target, False, unchanged=True)  # already there: nothing published
-                existing = None  # a damaged block somewhere: rebuild from git
             if existing is None and early is not None:  # nothing to copy from: a build from git
                 _drop(files, early)
                 early = None
@@ -180,6 +187,7 @@ def _write(build: BuildContext, existing: list[str] | None, early: Future[str] |
         result = apply_plan(git, con, plan_update(git, existing, target), build.progress)
         if build.strict and result.problems:
             raise StrictFailure
+        result.semantic = refresh_vectors(git, con, build.embedder)
         refresh_snapshots(git, con, target, result)
         refresh_weights(git, con, target)
         if existing is None:
@@ -241,7 +249,7 @@ def _truncate(con: Any, keep: int) -> None:
     """Forget every chain commit after `keep`: the branch moved backwards or was rewritten."""
     for table in ("obs_versions", "comp_versions"):
         if table == "obs_versions":
-            for side in ("obs_records", "obs_terms", "obs_doclen"):
+            for side in ("obs_records", "obs_terms", "obs_doclen", "obs_texts"):
                 con.execute(f"DELETE FROM {side} WHERE row_id IN (SELECT row_id FROM obs_versions WHERE added_seq > ?)", [keep])
         con.execute(f"DELETE FROM {table} WHERE added_seq > ?", [keep])
         con.execute(f"UPDATE {table} SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])

@@ -9,6 +9,7 @@ from ..errors import IndexFault
 from ..gitstore import Git
 from .paths import read_json, status_path
 from .reader import OVERLAY_DB, attach_overlay, open_reader
+from .vectors import semantic_state
 from .watch_lock import watcher_pid
 
 
@@ -16,6 +17,7 @@ def index_status(git: Git, path: str) -> dict[str, Any]:
     head = git.resolve("HEAD")  # GIT_ERROR in a repository without commits, like every reader
     indexed: str | None = None
     drafts = 0
+    semantic = None
     problem = None
     try:
         con = open_reader(path, fts=False, sandbox=False)
@@ -25,6 +27,7 @@ def index_status(git: Git, path: str) -> dict[str, Any]:
     if con is not None:
         try:
             indexed = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
+            semantic = semantic_state(con)
             if attach_overlay(con, path, indexed):
                 drafts = con.execute(f"SELECT count(*) FROM {OVERLAY_DB}.overlay_obs").fetchone()[0]
         finally:
@@ -46,4 +49,5 @@ def index_status(git: Git, path: str) -> dict[str, Any]:
         "last_update": {key: last[key] for key in ("updated_at", "duration_ms", "commit", "full", "added", "removed")
                         if key in last} or None,
         "problem": problem,
+        "semantic": semantic,
     }

@@ -93,7 +93,8 @@ class Session:
     def build(self, target: Rev, *, full: bool = False, strict: bool = False, progress: Progress | None = None) -> Any:
         from ..index import IndexFiles, build_index
 
-        return build_index(self.git, IndexFiles(self.index_file), target.sha, full=full, progress=progress, strict=strict)
+        return build_index(self.git, IndexFiles(self.index_file), target.sha, full=full, progress=progress, strict=strict,
+                           embedder=self.embedder)
 
     def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
         """A connection to the index at HEAD (read your own commit); `follow_head=False`: the
@@ -114,7 +115,7 @@ class Session:
                 return con
             con.close()
             wait_for_watcher(self.index_file, head)
-        return reader_at_least(self.git, files, head, progress=self.progress, **settings)
+        return reader_at_least(self.git, files, head, progress=self.progress, embedder=self.embedder, **settings)
 
     def read(self, work: Callable[[Any], T], at: Rev | None = None, binding: Binding | None = None, *,
              scoped: bool = True, overlay: bool = False, ceiling: Ceiling = NO_CEILING, include_expired: bool = False,

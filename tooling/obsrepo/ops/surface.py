@@ -27,7 +27,7 @@ __all__ = [
     "CLASSIFICATIONS", "CONFIDENCES", "DEFAULT_CLASSIFICATION", "DOCUMENT_ROOTS", "ENTITY_SCHEMAS_DIR",
     "FEEDBACK_OUTCOMES", "NOT_WRITTEN", "QUERY_MODES", "RELEASE", "TENANT_KEYS", "Issue", "Report", "is_document_name",
     "log_folder", "observation_lines", "option_timestamp", "parse_field", "plural", "printable", "read_json_input",
-    "read_text", "settle", "stamp_ms", "table", "text_line", "write_replacing",
+    "read_text", "settle", "stamp_ms", "table", "text_line", "vectors_line", "write_replacing",
 ]
 
 
@@ -36,6 +36,17 @@ def observation_lines(page: dict[str, Any], mode: str) -> str:
     from ..read.render import render_observations
 
     return render_observations(page, mode)
+
+
+def vectors_line(semantic: dict[str, Any]) -> str:
+    """Recall's coverage of an index (docs/design.md §15): distinct texts with vectors, those
+    pending, and why the provider gave none when it failed."""
+    line = f"{plural(semantic['embedded'], 'text')} with vectors, {semantic['pending']} pending"
+    if semantic.get("fingerprint"):
+        line += f" ({semantic['fingerprint']})"
+    if semantic.get("error"):
+        line += f"; the embedder failed, the next run tries again: {semantic['error']}"
+    return line
 
 
 def stamp_ms(iso: str) -> str:
