@@ -47,6 +47,7 @@ def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) 
     embedder = embedder_source() if embedder_source is not None else None
     if embedder is None:
         return None
+    error: str | None = None
     try:
         cache: VectorCache | None = open_cache(git, embedder)
     except EmbedderFault as exc:
@@ -57,7 +58,7 @@ def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) 
         con.execute("INSERT OR REPLACE INTO meta VALUES ('semantic_fingerprint', ?)", [fingerprint])
     if cache is not None:
         error = _fill(con, cache, embedder)
-    return semantic_state(con) | {"error": error}
+    return {**(semantic_state(con) or {}), "error": error}
 
 
 def _fill(con: Any, cache: VectorCache, embedder: Any) -> str | None:
