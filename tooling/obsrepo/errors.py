@@ -8,6 +8,7 @@
         ├── WriteFault            WRITE_ERROR: a file could not be written whole (nothing was left)
         ├── IndexFault            INDEX_ERROR, also a missing extra (`missing_extra`)
         ├── EmbedderFault         EMBEDDER_ERROR: an embedding provider failed or its model is missing
+        ├── PublishFault          PUBLISH_ERROR: a catalog is not configured, does not open or refuses
         └── QueryLimit            QUERY_TIMEOUT, QUERY_MEMORY_LIMIT: `sql` ran out of time or memory
 
 Anything else that escapes is a bug: INTERNAL_ERROR, exit 5.
@@ -38,6 +39,7 @@ WRITE_ERROR = "WRITE_ERROR"
 QUERY_TIMEOUT = "QUERY_TIMEOUT"
 QUERY_MEMORY_LIMIT = "QUERY_MEMORY_LIMIT"
 EMBEDDER_ERROR = "EMBEDDER_ERROR"
+PUBLISH_ERROR = "PUBLISH_ERROR"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 
 _MENTIONED = re.compile(r"`([a-z_]+)`")  # a request field a message mentions
@@ -131,6 +133,13 @@ class EmbedderFault(EnvironmentFault):
     code = EMBEDDER_ERROR
 
 
+class PublishFault(EnvironmentFault):
+    """The catalog of `publish` (docs/design.md §16) is not configured, does not open, or holds
+    tables that another binding or ceiling published."""
+
+    code = PUBLISH_ERROR
+
+
 class QueryLimit(EnvironmentFault):
     """A statement stopped by a limit the caller set (`--timeout`, `--memory-limit`): the
     statement is not wrong, and the same one succeeds with a larger limit."""
@@ -148,13 +157,15 @@ EXTRA_MODULES: dict[str, frozenset[str]] = {
                       "truststore", "idna", "jsonschema", "jsonschema_specifications", "referencing", "rpds", "attr",
                       "attrs", "jwt", "cryptography", "_cffi_backend", "multipart", "python_multipart", "opentelemetry"}),
     "watch": frozenset({"watchdog"}),
+    "publish": frozenset({"pyiceberg", "sqlalchemy", "pyroaring", "mmh3", "strictyaml", "tenacity", "cachetools", "zstandard"}),
     "semantic": frozenset({"model2vec", "numpy", "tokenizers", "safetensors", "huggingface_hub", "joblib", "tqdm",
                            "jinja2", "markupsafe", "hf_xet", "fsspec", "cloudpickle"}),
 }
-EXTRA_INCLUDES: dict[str, frozenset[str]] = {"mcp": frozenset({"index"}), "watch": frozenset({"index"})}
+EXTRA_INCLUDES: dict[str, frozenset[str]] = {"mcp": frozenset({"index"}), "watch": frozenset({"index"}),
+                                              "publish": frozenset({"index"})}
 # The commands whose own extra is not `index` (every other command that loads a heavy module
 # needs the index).
-COMMAND_EXTRAS: dict[str, str] = {"mcp": "mcp", "watch": "watch"}
+COMMAND_EXTRAS: dict[str, str] = {"mcp": "mcp", "watch": "watch", "publish": "publish"}
 
 
 def missing_extra(exc: BaseException, command: str | None = None) -> IndexFault | None:

@@ -9,11 +9,12 @@
     steward.py   feedback, reclassify, retention, export, comprehend, comprehensions
     init.py      init
     embed.py     embed info, embed pull
+    publish.py   publish (Apache Iceberg tables)
 """
 
 from __future__ import annotations
 
-from . import embed, entities, gate, init, live, reads, review, steward, write  # noqa: F401 - each registers its commands
+from . import embed, entities, gate, init, live, publish, reads, review, steward, write  # noqa: F401 - each registers its commands
 from .app import main, run
 from .errors import handled
 from .options import examples

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .adopt import Init, Initialized, init
 from .embedding import EmbedInfo, EmbedPull
+from .publication import Publication, PublicationRows
 from .reads import (
     Comprehensions,
     Entities,
@@ -42,7 +43,8 @@ __all__ = [
     "OPERATIONS", "Answer", "Binding", "Ceiling", "Check", "CheckDocument", "Comprehend", "Comprehensions", "Correct",
     "Destination", "Diff", "EmbedInfo", "EmbedPull", "Entities", "Export", "Feedback", "Find", "History", "Index", "Init",
     "Initialized", "Merge", "Moment", "New",
-    "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Query", "Reclassify", "Relate", "Related",
+    "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
+    "Reclassify", "Relate", "Related",
     "Relations", "Retention", "Retract", "Rev", "Session", "Show", "Snapshot", "Sql", "Status", "Timeline", "WorkTree",
     "destination", "init", "run",
 ]

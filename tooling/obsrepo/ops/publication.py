@@ -1,0 +1,159 @@
+"""Publication (docs/design.md §16): the rows that bring a repository's published tables from
+what is published to the first-parent chain of one commit.
+
+The publishing adapter reads what the catalog holds of this repository (its commits, by seq)
+and asks `publication` for the rest; it writes the data tables first and `commits` last. The
+decisions live here, in `plan`: which commits are new, whether the request changes nothing
+(the same commit twice, or an older one), and whether a rewritten history is refused or
+rebased. Sequence numbers continue after the highest published one, so none is ever reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import InputError
+from .registry import operation
+from .session import Session
+from .values import Ceiling
+
+DEFAULT_CEILING = "internal"
+DATA_TABLES = ("observations", "observation_removals", "observation_fields", "relations", "entity_snapshots")
+TABLES = (*DATA_TABLES, "commits")  # the order of the appends: `commits` last
+
+
+@dataclass(frozen=True)
+class Publication:
+    """The rows of the published tables for `rev`'s first-parent chain after `published`."""
+
+    # repository → the (seq, sha) it has published, by seq (the catalog's `commits`; other repositories' are ignored)
+    published: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
+    rev: str | None = None
+    max_classification: str | None = DEFAULT_CEILING
+    rebase_published: bool = False
+    repo: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """`status`: `publish` (append `new`, oldest first, from `first_seq` on, after the state
+    of `base`), `current` (the commit is the published head) or `older` (it is published
+    below the head). `rebased`: the first abandoned commit, when a rewritten history is
+    published anyway."""
+
+    status: str
+    new: tuple[str, ...] = ()
+    base: str | None = None
+    first_seq: int = 1
+    rebased: str | None = None
+
+
+def plan(chain: list[str], published: tuple[tuple[int, str], ...], rebase: bool) -> Plan:
+    """What publishing the chain `chain` (oldest first, ending at the requested commit) does."""
+    if not published:
+        return Plan("publish", tuple(chain))
+    head_seq, head = published[-1]
+    at = {sha: i for i, sha in enumerate(chain)}
+    if head in at:
+        new = tuple(chain[at[head] + 1:])
+        return Plan("publish", new, head, head_seq + 1) if new else Plan("current")
+    if chain[-1] in {sha for _, sha in published}:
+        return Plan("older")
+    abandoned = next(sha for _, sha in published if sha not in at)
+    if not rebase:
+        raise InputError(f"the published history of this repository was rewritten: commit {abandoned} is published but "
+                         "not on the chain being published; publish into another namespace, or pass `rebase_published` "
+                         "to withdraw what the abandoned commits added", rule="published-history-rewritten",
+                         commit=abandoned)
+    fork = [sha for _, sha in published if sha in at]
+    new = tuple(chain[at[fork[-1]] + 1:] if fork else chain)
+    return Plan("publish", new, head, head_seq + 1, rebased=abandoned)
+
+
+@dataclass(frozen=True)
+class PublicationRows:
+    repo: str
+    rev: str
+    status: str
+    seqs: tuple[int, ...] = ()
+    tables: dict[str, Any] = field(default_factory=dict)  # table → Arrow table, in TABLES order
+    rebased: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"repo": self.repo, "rev": self.rev, "status": self.status, "commits": len(self.seqs),
+                "first_seq": self.seqs[0] if self.seqs else None, "last_seq": self.seqs[-1] if self.seqs else None,
+                "rows": {name: table.num_rows for name, table in self.tables.items()}, "rebased": self.rebased}
+
+
+@operation("publication", "reads")
+def publication(session: Session, request: Publication) -> PublicationRows:
+    """Within the session's binding and the ceiling (default `internal`), as `query` and
+    `snapshot` answer at each commit."""
+    from ..index.history import chain as first_parent_chain
+
+    ceiling = Ceiling.parse(request.max_classification, "max_classification")
+    rev = session.rev_or_head(request.rev, "rev")
+    chain = first_parent_chain(session.git, rev.sha)
+
+    def rows(scope: Any) -> PublicationRows:
+        from ..read import publication as read
+
+        repo = request.repo or read.repository_id(scope, chain[0].sha)
+        decided = plan([c.sha for c in chain], tuple(request.published.get(repo, ())), request.rebase_published)
+        if decided.status != "publish":
+            return PublicationRows(repo, rev.sha, decided.status)
+        return _rows(scope, repo, rev.sha, decided, [c for c in chain if c.sha in set(decided.new)], chain)
+
+    return session.read(rows, rev, ceiling=ceiling)
+
+
+def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain: list[Any]) -> PublicationRows:
+    from ..read import publication as read
+
+    if decided.base is None:
+        before = read.State()
+    else:
+        scope.move_to(decided.base)
+        before = read.state(scope)
+    parts: dict[str, list[Any]] = {name: [] for name in TABLES}
+    parents = {c.sha: (chain[i - 1].sha if i else None) for i, c in enumerate(chain)}
+    published_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    seqs = []
+    for offset, commit in enumerate(new):
+        seq = decided.first_seq + offset
+        scope.move_to(commit.sha)
+        after = read.state(scope)
+        reason_gone = read.REBASED if decided.rebased and offset == 0 else read.WITHHELD
+        gone = {i: read.RETRACTED if i in after.retracted else reason_gone for i in before.ids - after.ids}
+        changed = {e: s for e, s in after.entities.items() if before.entities.get(e) != s}
+        changed.update({e: ("{}", "{}", True, None) for e in before.entities.keys() - after.entities.keys()})
+        for name, table in read.additions(scope, repo, seq, after.ids - before.ids).items():
+            parts[name].append(table)
+        parts["observation_removals"].append(read.removals(scope, repo, seq, gone))
+        parts["entity_snapshots"].append(read.snapshots(scope, repo, seq, changed))
+        parts["commits"].append(_commit_row(repo, seq, commit, parents[commit.sha], published_at))
+        seqs.append(seq)
+        before = after
+    return PublicationRows(repo, rev, "publish", tuple(seqs), {name: _concat(tables) for name, tables in parts.items()},
+                           decided.rebased)
+
+
+def _commit_row(repo: str, seq: int, commit: Any, parent: str | None, published_at: datetime) -> Any:
+    import pyarrow as pa
+
+    committed_at = commit.committed_at.astimezone(timezone.utc).replace(tzinfo=None)
+    return pa.Table.from_pylist(
+        [{"repo": repo, "seq": seq, "sha": commit.sha, "parent": parent, "committed_at": committed_at,
+          "author": commit.author, "published_at": published_at}],
+        schema=pa.schema([("repo", pa.string()), ("seq", pa.int32()), ("sha", pa.string()), ("parent", pa.string()),
+                          ("committed_at", pa.timestamp("us")), ("author", pa.string()),
+                          ("published_at", pa.timestamp("us"))]))
+
+
+def _concat(tables: list[Any]) -> Any:
+    import pyarrow as pa
+
+    return pa.concat_tables(tables)
