@@ -3,7 +3,9 @@ embedding server counting what it embeds, a real model2vec model written by the 
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -11,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from embedders import EmbeddingServer
+from embedders import EmbeddingServer, write_model
 from helpers import Repo, observation
 
 TEXTS = {  # id → (event, body)
@@ -111,3 +113,77 @@ def test_a_damaged_or_foreign_segment_is_ignored_and_recomputed(texts_repo, dama
         assert len(server.texts) == before + 3
         ok(texts_repo, "index", "--full", env=env)
         assert len(server.texts) == before + 3
+
+
+# -- ranking by meaning --------------------------------------------------------------------
+
+needs_model2vec = pytest.mark.skipif(importlib.util.find_spec("model2vec") is None, reason="the semantic extra is not installed")
+MEANING = {  # the exact-term document is the oldest: a tie on cosine would put it last
+    "obs-20260210-090000-0001": ("bill settled", "acme"),
+    "obs-20260211-090000-0002": ("parcel late", "the shipment was delayed"),
+    "obs-20260212-090000-0003": ("invoice paid", "acme"),
+}
+
+
+def ids(page: dict[str, Any]) -> list[str]:
+    return [record["id"] for record in page["observations"]]
+
+
+def meaning_repo(repo: Repo, others: bool = False) -> Repo:
+    for obs_id, (event, body) in MEANING.items():
+        repo.add(observation(obs_id, event=event, body=body, tenant={"org": "northwind"}))
+    if others:  # another tenant's rows: exact terms, synonyms, a vector pointing everywhere
+        for n, (event, body) in enumerate([("bill settled", "bill settled bill"), ("invoice paid", "settled"),
+                                           ("parcel delayed", "invoice bill paid late")]):
+            repo.add(observation(f"obs-20260213-09000{n}-00{n}9", event=event, body=body, tenant={"org": "globex"}))
+    repo.commit("observations")
+    return repo
+
+
+@needs_model2vec
+def test_bill_settled_finds_invoice_paid_by_meaning_and_the_exact_term_ranks_first(repo, tmp_path):
+    env = {"OBSREPO_EMBEDDER": f"model2vec:{write_model(tmp_path / 'model')}"}
+    meaning_repo(repo)
+    lexical = ok(repo, "query", "--text", "bill settled", "--match", "lexical", env=env)
+    assert ids(lexical) == ["obs-20260210-090000-0001"]
+    assert lexical == ok(repo, "query", "--text", "bill settled", env={}), "lexical is what it was without an embedder"
+    semantic = ok(repo, "query", "--text", "bill settled", "--match", "semantic", env=env)
+    assert ids(semantic)[:2] == ["obs-20260212-090000-0003", "obs-20260210-090000-0001"]  # equal cosines: newest first
+    assert semantic["observations"][0]["scores"]["semantic"] == pytest.approx(2 / math.sqrt(6), abs=1e-6)
+    hybrid = ok(repo, "query", "--text", "bill settled", env=env)  # hybrid: the default with an embedder
+    assert ids(hybrid)[:2] == ["obs-20260210-090000-0001", "obs-20260212-090000-0003"]
+    first = hybrid["observations"][0]
+    assert first["scores"]["lexical"] == 1.0 and first["scores"]["weight"] == 1.0
+    assert first["score"] == round(round(0.5 * first["scores"]["semantic"] + 0.5 * 1.0, 6) * 1.0, 6)
+    assert hybrid["semantic_coverage"] == {"candidates": 3, "with_vectors": 3} and hybrid["total"] == 3
+    only_meaning = ok(repo, "query", "--text", "bill settled", "--alpha", "1", env=env)
+    assert only_meaning["observations"][0]["score"] == only_meaning["observations"][1]["score"]
+    rrf = ok(repo, "query", "--text", "bill settled", "--fusion", "rrf", env=env)
+    assert ids(rrf)[0] == "obs-20260210-090000-0001" and rrf["observations"][0]["score"] == round(1 / 62 + 1 / 61, 6)
+    nearest = ok(repo, "query", "--text", "bill settled", "--match", "semantic", "--semantic-k", "1", env=env)
+    assert ids(nearest) == ["obs-20260212-090000-0003"] and nearest["total"] == 1
+
+
+@needs_model2vec
+@pytest.mark.parametrize("options", [("--match", "semantic"), ("--match", "hybrid"), ("--fusion", "rrf"), ("--alpha", "0.2")])
+def test_a_bound_caller_ranks_the_same_whatever_other_tenants_hold(make_repo, tmp_path, options):
+    env = {"OBSREPO_EMBEDDER": f"model2vec:{write_model(tmp_path / 'model')}"}
+    alone, crowded = meaning_repo(make_repo("alone")), meaning_repo(make_repo("crowded"), others=True)
+    for text in ("bill settled", "parcel", "zzz"):
+        pages = [ok(r, "query", "--text", text, "--tenant", "org=northwind", *options, env=env) for r in (alone, crowded)]
+        for page in pages:
+            page.pop("at_commit")
+            for record in page["observations"]:
+                record.pop("commit")
+        assert pages[0] == pages[1], text
+        assert all(not math.isnan(r["score"]) for r in pages[0]["observations"])
+
+
+def test_ranking_by_meaning_without_an_embedder_or_a_text_is_refused_naming_match(texts_repo):
+    for args in (["--text", "invoice", "--match", "semantic"], ["--match", "hybrid"]):
+        proc = run(texts_repo, "query", *args, "--format", "json", env={})
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        error = json.loads(proc.stdout)["error"]
+        assert error["code"] == "VALIDATION_ERROR" and error["details"]["parameter"] == "--match", error
+    proc = run(texts_repo, "query", "--text", "x", "--alpha", "1.5", "--format", "json", env={})
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "--alpha"

@@ -9,7 +9,7 @@ from ..ops import Query, Show, Sql, Status, run
 from ..ops.surface import CLASSIFICATIONS, QUERY_MODES, observation_lines, plural, table, vectors_line
 from .app import main
 from .errors import _emit_json, handled
-from .options import FORMATS, at_option, examples, index_option, json_or_text, read_options, session
+from .options import FORMATS, at_option, embedder_option, examples, index_option, json_or_text, read_options, session
 
 
 @main.command(epilog=examples("obsrepo query --scope task/42", "obsrepo query --type task.updated --after 2026-02-01 --format full",
@@ -32,7 +32,16 @@ from .options import FORMATS, at_option, examples, index_option, json_or_text, r
 @click.option("--include-retracted", is_flag=True, help="Also list observations that were retracted.")
 @click.option("--committed-only", is_flag=True, help="Leave out a running watcher's uncommitted drafts.")
 @click.option("--include-expired", is_flag=True, help="Also list observations that retention expired.")
-@click.option("--unweighted", is_flag=True, help="--text ranks by BM25 alone, without feedback weights.")
+@click.option("--unweighted", is_flag=True, help="--text ranks without feedback weights.")
+@click.option("--match", type=click.Choice(["lexical", "semantic", "hybrid"]),
+              help="How --text ranks: BM25 (lexical), cosine of an embedder's vectors (semantic) or both (hybrid; "
+                   "the default with an embedder configured, else lexical).")
+@click.option("--alpha", type=float, default=0.5, show_default=True, help="hybrid: the cosine's share of the score (0..1).")
+@click.option("--fusion", type=click.Choice(["cc", "rrf"]), default="cc", show_default=True,
+              help="hybrid: a weighted sum of the scores (cc) or reciprocal rank fusion (rrf).")
+@click.option("--semantic-k", type=int, default=100, show_default=True, metavar="K",
+              help="semantic and hybrid: the K nearest by cosine are candidates.")
+@embedder_option
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many (1..1000).")
 @click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first (for the next page).")
 @click.option("--order", type=click.Choice(["desc", "asc"]), default="desc", show_default=True,
@@ -45,8 +54,9 @@ from .options import FORMATS, at_option, examples, index_option, json_or_text, r
 def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after: str | None, before: str | None,
           entity: str | None, org: str | None, project: str | None, agent: str | None, user: str | None,
           max_classification: str | None, text: str | None, at: str | None, include_retracted: bool,
-          committed_only: bool, include_expired: bool, unweighted: bool, limit: int,
-          offset: int, order: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
+          committed_only: bool, include_expired: bool, unweighted: bool, match: str | None, alpha: float, fusion: str,
+          semantic_k: int, embedder: str | None, limit: int, offset: int, order: str, output_format: str,
+          tenant: str | None, index_path: str | None) -> int:
     """Observations that match every filter given, newest first.
 
     Builds or updates the index first when it is missing or behind HEAD.
@@ -55,8 +65,9 @@ def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after:
     request = Query(scopes=scopes, type=type_, source=source, after=after, before=before, entity=entity, text=text,
                     max_classification=max_classification, include_retracted=include_retracted,
                     include_expired=include_expired, unweighted=unweighted, limit=limit, offset=offset, order=order,
-                    at=at, org=org, project=project, agent=agent, user=user, overlay=not committed_only)
-    click.echo(observation_lines(run(session(index_path, tenant), request).to_json(), output_format))
+                    at=at, org=org, project=project, agent=agent, user=user, overlay=not committed_only,
+                    match=match, alpha=alpha, fusion=fusion, semantic_k=semantic_k)
+    click.echo(observation_lines(run(session(index_path, tenant, embedder=embedder), request).to_json(), output_format))
     return errors.EXIT_OK
 
 

@@ -42,10 +42,51 @@ class Query:
     agent: str | None = None
     user: str | None = None
     overlay: bool | None = None  # a running watcher's drafts; default: the session's setting
+    # ranking by meaning (docs/design.md §15); match: default hybrid with an embedder and a text
+    match: str | None = None  # lexical | semantic | hybrid
+    alpha: float = 0.5  # the weight of the cosine in `cc` fusion
+    fusion: str = "cc"  # cc | rrf
+    semantic_k: int = 100  # how many nearest by cosine are candidates
 
 
 class QueryPage(Answer):
-    """{observations, total, limit, offset, at_commit}."""
+    """{observations, total, limit, offset, at_commit}; ranked by meaning, also semantic_coverage."""
+
+
+MATCHES = ("lexical", "semantic", "hybrid")
+FUSIONS = ("cc", "rrf")
+MAX_SEMANTIC_K = 10_000
+
+
+def meaning(session: Session, request: Query) -> Any:
+    """The engine's `Semantic` for a query ranked by meaning, None for the lexical path. The
+    query's text is embedded here (EMBEDDER_ERROR when the provider fails)."""
+    if request.match is not None and request.match not in MATCHES:
+        raise UsageError(f"match '{request.match}' is lexical, semantic or hybrid", parameter="match")
+    if request.fusion not in FUSIONS:
+        raise UsageError(f"fusion '{request.fusion}' is cc or rrf", parameter="fusion")
+    if not 0.0 <= request.alpha <= 1.0:
+        raise UsageError(f"alpha {request.alpha} is not between 0 and 1", parameter="alpha")
+    if not 1 <= request.semantic_k <= MAX_SEMANTIC_K:
+        raise UsageError(f"semantic_k {request.semantic_k} is not between 1 and {MAX_SEMANTIC_K}", parameter="semantic_k")
+    match = request.match
+    if match is None:
+        match = "hybrid" if request.text and session.embedder() is not None else "lexical"
+    if match == "lexical":
+        return None
+    if not request.text:
+        raise UsageError(f"match {match} ranks by meaning and needs `text`", parameter="match")
+    embedder = session.embedder()
+    if embedder is None:
+        raise UsageError(f"match {match} needs an embedder, and none is configured: set OBSREPO_EMBEDDER or `embedder` "
+                         "(model2vec:<model folder>, openai:<model>, ollama:<model>), then run `obsrepo index`",
+                         parameter="match")
+    from ..index.vectors import open_cache
+    from ..read.semantic import Semantic
+
+    vectors = open_cache(session.git, embedder).vectors()
+    (vector,) = embedder.embed([request.text])
+    return Semantic(match, request.alpha, request.fusion, request.semantic_k, vector, vectors)
 
 
 def filters(request: Query) -> Any:
@@ -75,6 +116,7 @@ def query(session: Session, request: Query) -> QueryPage:
     from ..read.query import run_query
 
     engine = filters(request)
+    engine.semantic = meaning(session, request)
     at = session.at(request.at)
     binding = session.binding.narrow(_where(request))
     if binding is None:  # a tenant filter outside the binding: nothing matches

@@ -14,13 +14,11 @@ from typing import Any
 
 from ..errors import UsageError
 from ..index.columns import RECORD, quoted
-from ..index.rows import TOKENS
 from ..index.schema import CLASSIFICATION_RANK
 from ..params import check_page
 from ..times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
+from .bm25 import bm25_scored
 from .scope import TENANT_COLUMNS, ReadScope
-
-K1, B = 1.2, 0.75
 
 
 @dataclass
@@ -39,6 +37,7 @@ class QueryRequest:
     limit: int = 50
     offset: int = 0
     order: str = "desc"
+    semantic: Any = None  # semantic.Semantic: --match semantic|hybrid (docs/design.md §15)
 
     def validate(self) -> None:
         check_page(self.limit, self.offset)
@@ -111,6 +110,8 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
     order = f"timestamp {direction}, id {direction}"
     matching = f"SELECT o.row_id, o.timestamp, o.id FROM visible AS o WHERE {where}"
     page: list[tuple[int, float | None]]
+    if request.text and request.semantic is not None:
+        return _meaning_page(scope, matching, params, request, order)
     if request.text:
         page, total = _text_page(scope, matching, params, request, order)
     else:
@@ -137,6 +138,27 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
         "offset": request.offset,
         "at_commit": scope.at_commit,
     }
+
+
+def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryRequest, order: str) -> dict[str, Any]:
+    """A page ranked by `semantic.ranked`: records with `score` and `scores` {lexical, semantic,
+    weight}, the page with `semantic_coverage`."""
+    from .semantic import ranked
+
+    def weights(ids: list[str]) -> dict[str, float]:
+        return {} if request.unweighted else _weights_of(scope, ids)
+
+    candidates, coverage = ranked(scope, matching, params, request.text or "", request.semantic, order, weights)
+    page = candidates[request.offset:request.offset + request.limit]
+    records = fetch_records(scope, [item.row_id for item in page])
+    observations = []
+    for item in page:
+        record = records[item.row_id]
+        record["score"] = item.score
+        record["scores"] = {"lexical": item.lexical, "semantic": item.semantic, "weight": item.weight}
+        observations.append(record)
+    return {"observations": observations, "total": len(candidates), "limit": request.limit, "offset": request.offset,
+            "at_commit": scope.at_commit, "semantic_coverage": coverage}
 
 
 def retracted_rows(scope: ReadScope) -> list[int]:
@@ -189,23 +211,12 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     """BM25 over the matching observations: N and the mean length are theirs, so another
     tenant's documents (or any filtered-out ones) never change a score. Ranked by the score
     times the observation's feedback weight (1.0 without feedback) unless `unweighted`."""
-    tokens = TOKENS.format("?")
     if request.unweighted:
         weight, join = "1.0", ""
     else:
         weight, join = "coalesce(w.weight, 1.0)", f" LEFT JOIN {scope.weights()} AS w ON w.observation_id = v.id"
     sql = f"""
-    WITH v AS ({matching}),
-    q AS (SELECT DISTINCT stem(t, 'porter') AS term FROM (SELECT unnest({tokens}) AS t) WHERE t <> ''),
-    lens AS (SELECT v.row_id, coalesce(d.doc_len, 0) AS doc_len FROM v LEFT JOIN visible_doclen AS d USING (row_id)),
-    stats AS (SELECT count(*) AS n, coalesce(avg(doc_len), 0) AS avgdl FROM lens),
-    hits AS (SELECT t.row_id, t.term, t.tf, l.doc_len FROM visible_terms AS t JOIN q USING (term) JOIN lens l USING (row_id)),
-    df AS (SELECT term, count(*) AS df FROM hits GROUP BY term),
-    scored AS (
-        SELECT h.row_id, round(sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-               * h.tf * {K1 + 1} / (h.tf + {K1} * (1 - {B} + {B} * h.doc_len / greatest(stats.avgdl, 1)))), 6) AS score
-        FROM hits h JOIN df USING (term), stats GROUP BY h.row_id
-    ),
+    {bm25_scored(matching)},
     ranked AS (SELECT s.row_id, s.score, s.score * {weight} AS ranking, v.timestamp, v.id FROM scored s JOIN v USING (row_id){join})
     SELECT row_id, score, (SELECT count(*) FROM ranked) FROM ranked ORDER BY ranking DESC, {order} LIMIT ? OFFSET ?
     """

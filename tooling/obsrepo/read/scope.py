@@ -29,7 +29,7 @@ from ..gitstore import Git
 
 TENANT_COLUMNS = {"org": "tenant_org", "project": "tenant_project", "agent": "tenant_agent", "user": "tenant_user"}
 # stored tables keyed by an observation's row id, without tenant columns of their own
-_BY_ROW_ID = ("obs_terms", "obs_doclen")
+_BY_ROW_ID = ("obs_terms", "obs_doclen", "obs_texts")
 
 
 def literal(value: str) -> str:
