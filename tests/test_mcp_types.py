@@ -6,10 +6,16 @@ depth (what `npx @modelcontextprotocol/inspector --cli … --method tools/list -
 held here without Node). A correction of a number by the text "333" (what a client that
 cannot tell the type sends) is refused with rule `type-change`; the number 333 is written as a
 number. Date arguments take unix milliseconds as an integer or as digits.
+
+The tools go through the door (docs/design.md §10): each input schema is generated from its
+operation's request, so an argument says what the request field says (its description, its
+bounds) under the tool's own name, and an error of the door, which names the request's field,
+reaches the client naming the tool's argument.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,10 +23,15 @@ import pytest
 import yaml
 from anyio.from_thread import start_blocking_portal
 from helpers import Repo
+from obsrepo.mcp.tools import all_tools
+from obsrepo.ops.fields import Field
 from test_mcp import cli_json, demo, stdio_session
 from test_mcp_write import BRANCH, Server, tip
 
 SINGLE_TYPES = {"string", "number", "integer", "boolean", "null", "array", "object"}
+BOUNDS = {"min_length": ("string", "minLength"), "max_length": ("string", "maxLength"), "pattern": ("string", "pattern"),
+          "minimum": ("integer", "minimum"), "maximum": ("integer", "maximum"), "max_items": ("array", "maxItems"),
+          "max_properties": ("object", "maxProperties")}
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +144,56 @@ def test_date_arguments_take_unix_milliseconds_as_integers_and_digits(repo: Repo
         assert error["code"] == "VALIDATION_ERROR" and error["details"]["parameter"] == parameter, (tool, error)
     # a float that is a whole number is the integer it spells, as for every integer argument
     assert server.call("observation_query", mode="json", afterDate=float(ms), limit=1000) == query[0]
+
+
+# -- the tools go through the door: schemas from the requests, errors in the tools' names ------
+def _field_of(request: type, name: str) -> Field:
+    hint = typing.get_type_hints(request, include_extras=True)[name]
+    return next(meta for meta in getattr(hint, "__metadata__", ()) if isinstance(meta, Field))
+
+
+def _branches(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return spec.get("anyOf", [spec])
+
+
+def test_every_argument_says_what_its_request_field_says(server: Server) -> None:
+    listed = {tool.name: tool.input_schema for tool in server.portal.call(server.session.list_tools).tools}
+    declared = all_tools()
+    assert set(listed) == set(declared)
+    for name, tool in declared.items():
+        properties = listed[name]["properties"]
+        required = set(listed[name].get("required", ()))
+        for field, argument in tool.names.items():
+            spec, meta = properties[argument], _field_of(tool.request, field)
+            assert spec["description"] == meta.description, (name, argument)
+            for bound, (kind, keyword) in BOUNDS.items():
+                if getattr(meta, bound) is not None:
+                    assert [b[keyword] for b in _branches(spec) if b["type"] == kind] == [getattr(meta, bound)], \
+                        (name, argument, keyword)
+            if argument not in required:  # leaving an optional argument out says "none"; null is no value
+                assert "null" not in {branch["type"] for branch in _branches(spec)}, (name, argument)
+        assert set(properties) == set(tool.names.values()) | set(tool.extras), name
+
+
+def test_an_error_of_the_door_names_the_tool_s_argument(repo: Repo, server: Server) -> None:
+    unnamed = server.failure("retrieve_entity_by_identifier", identifier="!!!")
+    assert unnamed["details"]["parameter"] == "identifier" and unnamed["message"].startswith("identifier ")
+    assert "IDENTIFIER has no letters or digits" in repo.obsrepo("find", "!!!").stderr  # the CLI's own name for it
+
+    bad_date = server.failure("observation_query", afterDate="2026-13-01")
+    assert bad_date["details"]["parameter"] == "afterDate" and bad_date["message"].startswith("afterDate ")
+    bad_day = server.failure("list_timeline_events", before="2026-02-30")
+    assert bad_day["details"]["parameter"] == "before"
+    reversed_window = server.failure("observation_query", afterDate="2026-05-01", beforeDate="2026-04-01")
+    assert reversed_window["message"] == "afterDate must be earlier than beforeDate"
+    assert reversed_window["details"]["parameter"] == "afterDate"
+    bad_rev = server.failure("retrieve_entity_snapshot", entity_id="company/acme-corp", at="no-such-revision")
+    assert bad_rev["details"]["parameter"] == "at"
+
+
+def test_seed_003_s_directions_are_the_door_s(server: Server) -> None:
+    for tool, extra in (("list_relationships", {}), ("retrieve_related_entities", {"max_hops": 2})):
+        for spelled, meant in (("outbound", "out"), ("inbound", "in")):
+            answer = server.call(tool, entity_id="company/acme-corp", direction=spelled, **extra)
+            assert answer == server.call(tool, entity_id="company/acme-corp", direction=meant, **extra)
+        assert server.call(tool, entity_id="company/acme-corp", **extra)["total_relationships" if extra else "total"] > 0

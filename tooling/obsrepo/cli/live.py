@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 import click
 
 from .. import errors
-from ..ops import Binding, Index, run
+from ..ops import Index, run
 from ..ops.surface import plural, vectors_line
 from .app import main
 from .errors import _emit_json, handled
 from .options import FORMATS, _progress_bar, embedder_option, examples, index_option, read_options, session
 
-
-def _repository(index: str | None = None, tenant: str | None = None, branch: str | None = None) -> Any:
-    """The library's Repository the MCP server is built on."""
-    from ..api import Repository
-
-    return Repository(os.getcwd(), index=index, tenant=Binding.configured(tenant, "tenant").as_dict(),
-                      progress=_progress_bar("indexing"), branch=branch)
 
 @main.command("index", epilog=examples("obsrepo index", "obsrepo index --rev v1.2 --index /tmp/v1.duckdb", "obsrepo index --full --strict"))
 @click.option("--rev", default=None, metavar="REV", help="The commit to index (default HEAD).")
@@ -136,6 +126,6 @@ def mcp_command(transport: str, host: str, port: int, branch: str, watch_tree: b
         from ..watch.loop import Watcher
 
         watcher = Watcher(session(index_path), verbose=False)
-    serve(_repository(index_path, tenant, branch), transport=transport, host=host, port=port, watcher=watcher)
+    serve(session(index_path, tenant, branch), transport=transport, host=host, port=port, watcher=watcher)
     return errors.EXIT_OK
 

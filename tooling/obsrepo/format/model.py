@@ -29,13 +29,19 @@ from ..times import (
     TIMESTAMP_PATTERN,
     format_timestamp,  # noqa: F401 - re-exported for the readers' convenience
 )
-from .vocabulary import CLASSIFICATIONS, CORRECTION_PRIORITY, DEFAULT_CLASSIFICATION, DEFAULT_PRIORITY, FEEDBACK_OUTCOMES
+from .vocabulary import (
+    CLASSIFICATIONS,
+    COMPREHENSION_ID,
+    CORRECTION_PRIORITY,
+    DEFAULT_CLASSIFICATION,
+    DEFAULT_PRIORITY,
+    FEEDBACK_OUTCOMES,
+)
 
 OBSERVATION_SPEC = "observation/v1"
 COMPREHENSION_SPEC = "comprehension/v1"
 
 OBSERVATION_ID = r"^obs-[a-z0-9]+(-[a-z0-9]+)*$"
-COMPREHENSION_ID = r"^comp-[a-z0-9]+(-[a-z0-9]+)*$"
 ENTITY_ID = r"^[a-z][a-z0-9_]*/[^\s/][^\s]*$"
 RELATION_TYPE = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
 KNOWN_RELATIONS = ("PART_OF", "CORRECTS", "REFERS_TO", "SETTLES", "DUPLICATE_OF", "DEPENDS_ON", "SUPERSEDES")

@@ -43,6 +43,10 @@ ACYCLIC_RELATIONS = ("PART_OF", "DEPENDS_ON")
 # feedback on an observation (docs/design.md §14): `accepted` is the one success
 FEEDBACK_OUTCOMES = ("accepted", "rejected", "rework", "misleading")
 
+# a comprehension's id, and what one more observation does to its belief (docs/design.md §14)
+COMPREHENSION_ID = r"^comp-[a-z0-9]+(-[a-z0-9]+)*$"
+COMPREHENSION_EFFECTS = ("confirm", "contradict", "neutral")
+
 # a comprehension's confidence, least first
 CONFIDENCES = ("unknown", "low", "medium", "high")
 

@@ -1,9 +1,11 @@
 """`obsrepo mcp`: the repository served to agents over the Model Context Protocol (docs/design.md §10).
 
-A thin adapter over `Repository`, like the command line: `registry.py` declares tools (name,
-docstring as description, JSON Schema, annotations), `tools/` holds them one module per
-subject, `server.py` answers calls (results and error envelopes), `http.py` guards the
-streamable HTTP transport. The tenant binding is the server's, from `--tenant` or
+A thin adapter over the door (`ops`), like the command line: each tool builds one operation's
+request and runs it over the server's `Session`. `registry.py` declares tools (name, docstring
+as description, annotations, the request's fields under the tool's argument names),
+`schema.py` generates their input schemas from the requests, `tools/` holds them one module
+per subject, `server.py` answers calls (results and error envelopes), `http.py` guards the
+streamable HTTP transport. The tenant binding is the server's session's, from `--tenant` or
 `OBSREPO_TENANT`: no tool takes one.
 """
 
@@ -12,10 +14,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..ops import Session
 
-def serve(repo: Any, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
+
+def serve(session: Session, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
           watcher: Any = None) -> None:
-    """Serve `repo` (a Repository, its tenant binding already set) until the client or a signal
+    """Serve `session` (its tenant binding and proposal branch already set) until the client or a signal
     ends it. `watcher` (`obsrepo mcp --watch`): a Watcher run in this process meanwhile, so
     answers include the work tree's valid drafts and the index follows every commit at once."""
     from .http import token_for
@@ -25,8 +29,8 @@ def serve(repo: Any, transport: str = "stdio", host: str = "127.0.0.1", port: in
     configure_logging()
     if watcher is not None:
         watcher.run_in_background()  # a second watcher of the index is refused here
-    repo.keep_open()
-    service = Service(repo)
+    session.keep_open()
+    service = Service(session)
     try:
         if transport == "http":
             from .http import run_http
@@ -39,4 +43,4 @@ def serve(repo: Any, transport: str = "stdio", host: str = "127.0.0.1", port: in
     finally:
         if watcher is not None:
             watcher.stop()
-        repo.close()
+        session.close()

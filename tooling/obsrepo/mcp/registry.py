@@ -1,12 +1,15 @@
-"""Tools: a name, a description (the function's docstring), a JSON Schema, annotations, and the
-function that answers. A tool module declares its tools with `@read_tool(...)` (or, for tools
-that add documents, `@write_tool(...)`); `tools/__init__.py` finds every module of the folder,
-so adding a tool is adding one module.
+"""Tools: a name, a description (the function's docstring), an input schema generated from the
+operation's request (schema.py), annotations, and the function that answers. A tool module
+declares its tools with `@read_tool(Request, …)` (or, for tools that add documents,
+`@write_tool(…)`) and its table of arguments: the request field each argument fills, under
+the tool's name for it (seed 002's `scopeIds` for `scopes`); `tools/__init__.py` finds every
+module of the folder, so adding a tool is adding one module.
 
-Arguments are checked against the schema before the function runs: unknown names (a `tenant`
-or a `branch` among them: those come from the server's configuration only), wrong types and values
-out of bounds are refused as VALIDATION_ERROR naming the argument. Strings must be Unicode
-text without NUL, numbers finite; objects and arrays nest at most MAX_NESTING levels.
+Arguments are checked against the schema before the request is built: unknown names (a
+`tenant` or a `branch` among them: those come from the server's configuration only), wrong
+types and values out of bounds are refused as VALIDATION_ERROR naming the argument. Strings
+must be Unicode text without NUL, numbers finite; objects and arrays nest at most MAX_NESTING
+levels. An error of the operation names a request field; the tool renames it to its argument.
 
 Every property of every schema has exactly one JSON `type`, or an `anyOf` of schemas that each
 have one (docs/design.md §8a): generic clients (the MCP Inspector, function-calling dialects
@@ -20,59 +23,13 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from ..errors import UsageError
-from ..params import MAX_LIMIT
-from ..times import MAX_MS, MIN_MS, format_timestamp, parse_time
+from ..errors import ObsrepoError, UsageError
+from ..ops import Session
+from .schema import JsonSchema, input_schema
 
-MAX_OFFSET = 1_000_000_000
-MAX_TEXT = 4096  # any short string argument (ids, names, revisions, search text)
 MAX_NESTING = 32  # arrays and objects inside an argument (a document's own bound)
-
-# -- schema pieces shared by the tools ---------------------------------------------------------
-ENTITY_ID = {"type": "string", "minLength": 1, "maxLength": 512, "description": "An entity id: type/key, e.g. company/acme."}
-AT = {"type": "string", "minLength": 1, "maxLength": 256,
-      "description": "A git revision (commit, branch, tag, HEAD~3): answer as the repository was there. Default: the tip served."}
-ENTITY_TYPE = {"type": "string", "minLength": 1, "maxLength": 128, "description": "Only entities of this type (the part before the slash)."}
-OFFSET = {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0, "description": "Skip this many first (the next page)."}
-DIRECTION = {"type": "string", "enum": ["both", "out", "in", "outbound", "inbound"], "default": "both",
-             "description": "out (outbound): the entity's own relations; in (inbound): those pointing at it; both."}
-RELATIONSHIP_TYPES = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 128}, "maxItems": 64,
-                      "uniqueItems": True, "description": "Only these relationship types (PART_OF, DEPENDS_ON, REFERS_TO, …)."}
-
-
-MOMENT_FORMS = "ISO 8601 (a date, or a timestamp with a timezone) or unix milliseconds (a number, or digits as text)."
-
-
-def moment(description: str) -> dict[str, Any]:
-    """A date argument: ISO 8601 text, or unix milliseconds as an integer (or as all-digit text,
-    which `times.parse_time` reads as milliseconds too)."""
-    return {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 64},
-                      {"type": "integer", "minimum": MIN_MS, "maximum": MAX_MS}],
-            "description": f"{description}: {MOMENT_FORMS}"}
-
-
-def instant(value: str | int | None, name: str) -> datetime | None:
-    """A date argument read by the one time parser, a bad one named as the tool's argument."""
-    return None if value is None else parse_time(value, name)
-
-
-def instant_text(value: str | int | None, name: str) -> str | None:
-    """A date argument as canonical ISO 8601 UTC text, for the library calls that take text."""
-    moment = instant(value, name)
-    return None if moment is None else format_timestamp(moment)
-
-
-def limit(default: int) -> dict[str, Any]:
-    return {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": default,
-            "description": f"At most this many (1..{MAX_LIMIT})."}
-
-
-def text(description: str, max_length: int = MAX_TEXT) -> dict[str, Any]:
-    return {"type": "string", "minLength": 1, "maxLength": max_length, "description": description}
-
 
 CONFIGURED = {  # what only the server's configuration sets, never an argument
     "tenant": "the tenant binding comes from the server's configuration (--tenant, OBSREPO_TENANT), never from an argument",
@@ -91,13 +48,36 @@ class Tool:
     name: str
     title: str
     description: str
-    input_schema: dict[str, Any]
     annotations: dict[str, Any]
-    function: Callable[..., Any]
+    function: Callable[..., Any]  # function(session, request, **extras)
+    request: type  # the operation's request
+    names: Mapping[str, str]  # request field → the tool's argument; fields not named are not offered
+    extras: Mapping[str, JsonSchema] = field(default_factory=dict)  # the tool's own arguments (an answer's mode)
+    fixed: Mapping[str, Any] = field(default_factory=dict)  # request fields the tool sets itself
+    _schema: JsonSchema | None = field(default=None, repr=False)
     _validator: Any = field(default=None, repr=False)
 
+    @property
+    def input_schema(self) -> JsonSchema:
+        if self._schema is None:
+            self._schema = input_schema(self.request, self.names, self.extras, self.fixed)
+        return self._schema
+
+    def call(self, session: Session, given: Mapping[str, Any] | None) -> Any:
+        """Check the arguments, build the request, answer; an error names the tool's argument."""
+        arguments = self.arguments(given)
+        extras = {name: arguments.pop(name) for name in self.extras if name in arguments}
+        properties = self.input_schema["properties"]
+        values = {field: tuple(arguments[name]) if properties[name].get("type") == "array" else arguments[name]
+                  for field, name in self.names.items() if name in arguments}
+        try:
+            return self.function(session, self.request(**values, **self.fixed), **extras)
+        except ObsrepoError as exc:
+            exc.renamed(self.names)
+            raise
+
     def arguments(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The arguments checked against the schema, defaults filled in; UsageError otherwise."""
+        """The arguments checked against the schema; UsageError otherwise."""
         given = dict(given or {})
         known = self.input_schema["properties"]
         for name in sorted(given):
@@ -116,9 +96,7 @@ class Tool:
                 failure.message.split("'")[1] if failure.validator == "required" else "arguments")
             raise UsageError(f"argument '{where}': {_describe(failure)}", parameter=where)
         for name, spec in known.items():
-            if name not in given and "default" in spec:
-                given[name] = spec["default"]
-            elif isinstance(given.get(name), float) and "integer" in _types(spec) and "number" not in _types(spec):
+            if isinstance(given.get(name), float) and "integer" in _types(spec) and "number" not in _types(spec):
                 given[name] = int(given[name])  # 20.0 is the integer 20 in JSON Schema
         return given
 
@@ -192,29 +170,27 @@ def _refuse_unusable(value: Any, where: str, depth: int = 0) -> None:
             _refuse_unusable(item, f"{where}.{index}", depth + 1)
 
 
-def _schema(properties: dict[str, dict[str, Any]], required: tuple[str, ...]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    return schema
+Arguments = Mapping[str, str]
 
 
-def _declare(annotations: dict[str, Any], title: str, properties: dict[str, dict[str, Any]],
-             required: tuple[str, ...]) -> Callable[[Callable[..., Any]], Tool]:
+def _declare(annotations: dict[str, Any], request: type, title: str, names: Arguments,
+             extras: Mapping[str, JsonSchema] | None, fixed: Mapping[str, Any] | None) -> Callable[[Callable[..., Any]], Tool]:
     def declare(function: Callable[..., Any]) -> Tool:
         description = inspect.cleandoc(function.__doc__ or "")
-        return Tool(function.__name__, title, description, _schema(properties, required),
-                    dict(annotations, title=title), function)
+        return Tool(function.__name__, title, description, dict(annotations, title=title), function, request, names,
+                    dict(extras or {}), dict(fixed or {}))
 
     return declare
 
 
-def read_tool(title: str, properties: dict[str, dict[str, Any]], required: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Tool]:
-    """Declare a tool that only reads: `function(repo, **arguments)` returns JSON-ready data
-    (structured content + the same JSON as text) or a `Text`."""
-    return _declare(READ_ONLY, title, properties, required)
+def read_tool(request: type, title: str, names: Arguments, extras: Mapping[str, JsonSchema] | None = None,
+              fixed: Mapping[str, Any] | None = None) -> Callable[[Callable[..., Any]], Tool]:
+    """Declare a tool that only reads: `function(session, request, **extras)` returns
+    JSON-ready data (structured content + the same JSON as text) or a `Text`."""
+    return _declare(READ_ONLY, request, title, names, extras, fixed)
 
 
-def write_tool(title: str, properties: dict[str, dict[str, Any]], required: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Tool]:
+def write_tool(request: type, title: str, names: Arguments, extras: Mapping[str, JsonSchema] | None = None,
+               fixed: Mapping[str, Any] | None = None) -> Callable[[Callable[..., Any]], Tool]:
     """Declare a tool that adds documents (never changes or removes one)."""
-    return _declare(ADDS_ONLY, title, properties, required)
+    return _declare(ADDS_ONLY, request, title, names, extras, fixed)

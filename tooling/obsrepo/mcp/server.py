@@ -1,4 +1,4 @@
-"""The MCP server: the tools of `tools/` over one `Repository`, through the SDK's low-level server.
+"""The MCP server: the tools of `tools/` over one `ops.Session`, through the SDK's low-level server.
 
 Every call runs on a worker thread (DuckDB releases the interpreter, so calls overlap) and goes
 through `answer`, the one place where results and failures take their shape:
@@ -10,8 +10,8 @@ through `answer`, the one place where results and failures take their shape:
   the answer. Unknown tools and unusable arguments are VALIDATION_ERROR results too, never
   protocol errors.
 
-The repository is opened once with `keep_open`: the index stays open between calls, and before
-each call it is brought to HEAD in process when HEAD moved.
+The session is kept open (`keep_open`): the index stays open between calls, and before each
+call it is brought to HEAD in process when HEAD moved.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import INTERNAL_ERROR, ObsrepoError, UsageError, missing_extra
+from ..ops import Query, Session, run
 from .registry import Text, Tool
 from .tools import all_tools
 
@@ -53,10 +54,10 @@ def _dumps(value: Any) -> str:
 
 
 class Service:
-    """The tools bound to one repository: what the transports serve."""
+    """The tools bound to one session: what the transports serve."""
 
-    def __init__(self, repo: Any, tools: dict[str, Tool] | None = None) -> None:
-        self.repo = repo
+    def __init__(self, session: Session, tools: dict[str, Tool] | None = None) -> None:
+        self.session = session
         self.tools = all_tools() if tools is None else tools
 
     def answer(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, Any, bool]:
@@ -65,7 +66,7 @@ class Service:
             tool = self.tools.get(name)
             if tool is None:
                 raise UsageError(f"unknown tool '{name[:80]}'; the tools are {', '.join(self.tools)}", parameter="name")
-            result = tool.function(self.repo, **tool.arguments(arguments))
+            result = tool.call(self.session, arguments)
             if isinstance(result, Text):
                 return str(result), None, False
             return _dumps(result), result, False
@@ -88,10 +89,8 @@ class Service:
 
     def warm_up(self) -> None:
         """Open the index (building or updating it first when needed) before the first call."""
-        from ..read.query import QueryRequest
-
         try:
-            self.repo.query(QueryRequest(limit=1))
+            run(self.session, Query(limit=1))
         except Exception:  # noqa: BLE001 - the first call reports what is wrong, as an envelope
             log.debug("warming up failed", exc_info=True)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from ..errors import UsageError
+from .fields import At, EntityId, EntityType, Field, Limit, Offset, moment, text_field
 from .registry import Answer, operation
 from .session import Session
 from .values import Binding, Ceiling, Moment, Page
@@ -22,21 +23,24 @@ from .values import Binding, Ceiling, Moment, Page
 class Query:
     """Observations that match every filter given (AND): seed 002's query."""
 
-    scopes: tuple[str, ...] = ()
-    type: str | None = None
-    source: str | None = None
-    after: str | int | datetime | None = None
-    before: str | int | datetime | None = None
-    entity: str | None = None
-    text: str | None = None
+    scopes: Annotated[tuple[Annotated[str, text_field("", 512)], ...],
+                      Field("Scope ids; an observation matches when it has ANY of them.", max_items=100)] = ()
+    type: Annotated[str | None, text_field("Exact event type, e.g. task.updated.", 256)] = None
+    source: Annotated[str | None, text_field("Source prefix, taken literally (agent: matches agent:x; _ and % are no "
+                                       "wildcards).", 512)] = None
+    after: Annotated[str | int | datetime | None, moment("From this time on (inclusive)")] = None
+    before: Annotated[str | int | datetime | None, moment("Before this time (exclusive)")] = None
+    entity: Annotated[str | None, text_field("Only observations about this entity (type/key).", 512)] = None
+    text: Annotated[str | None, text_field("Full-text search (BM25) over event and body; best matches first, records "
+                                     "carry a score.", 1024)] = None
     max_classification: str | None = None
     include_retracted: bool = False
     include_expired: bool = False
     unweighted: bool = False
-    limit: int = 50
-    offset: int = 0
+    limit: Limit = 50
+    offset: Offset = 0
     order: str = "desc"
-    at: str | None = None
+    at: At = None
     org: str | None = None  # tenant filters: narrow the caller's binding, never widen it
     project: str | None = None
     agent: str | None = None
@@ -159,12 +163,20 @@ def export(session: Session, request: Export) -> Exported:
 
 
 # -- entities ---------------------------------------------------------------------------------
+Direction = Annotated[str, Field("out (outbound): the entity's own relations; in (inbound): those pointing at it; both.",
+                                 choices=("both", "out", "in", "outbound", "inbound"))]
+DIRECTIONS = {"outbound": "out", "inbound": "in"}  # seed 003's spelling of out and in
+RelationTypes = Annotated[tuple[Annotated[str, text_field("", 128)], ...],
+                          Field("Only these relationship types (PART_OF, DEPENDS_ON, REFERS_TO, …).", max_items=64,
+                                unique_items=True)]
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    entity: str
-    at: str | None = None
-    as_of: str | int | None = None
-    explain: bool = False
+    entity: EntityId
+    at: At = None
+    as_of: Annotated[str | int | None, moment("Valid time: only observations with timestamp ≤ this")] = None
+    explain: Annotated[bool, Field("Also list every candidate value per field and the rule that decided.")] = False
     max_classification: str | None = None
     include_expired: bool = False
 
@@ -186,9 +198,9 @@ def snapshot(session: Session, request: Snapshot) -> EntitySnapshot:
 
 @dataclass(frozen=True)
 class Provenance:
-    entity: str
-    field: str
-    at: str | None = None
+    entity: EntityId
+    field: Annotated[str, text_field("The field of the snapshot.", 256)]
+    at: At = None
     max_classification: str | None = None
     include_expired: bool = False
 
@@ -208,10 +220,10 @@ def provenance(session: Session, request: Provenance) -> FieldProvenance:
 
 @dataclass(frozen=True)
 class Entities:
-    entity_type: str | None = None
-    limit: int = 50
-    offset: int = 0
-    at: str | None = None
+    entity_type: EntityType = None
+    limit: Limit = 50
+    offset: Offset = 0
+    at: At = None
 
 
 class EntityPage(Answer):
@@ -229,11 +241,11 @@ def entities(session: Session, request: Entities) -> EntityPage:
 
 @dataclass(frozen=True)
 class Find:
-    identifier: str
-    entity_type: str | None = None
-    limit: int = 50
-    offset: int = 0
-    at: str | None = None
+    identifier: Annotated[str, text_field("A key, name, email or other identifying value, e.g. \"ACME Corp.\".", 1024)]
+    entity_type: EntityType = None
+    limit: Limit = 50
+    offset: Offset = 0
+    at: At = None
 
 
 @operation("find", "reads")
@@ -249,10 +261,10 @@ def find(session: Session, request: Find) -> EntityPage:
 
 @dataclass(frozen=True)
 class Observations:
-    entity: str
-    limit: int = 50
-    offset: int = 0
-    at: str | None = None
+    entity: EntityId
+    limit: Limit = 50
+    offset: Offset = 0
+    at: At = None
 
 
 class ObservationPage(Answer):
@@ -270,10 +282,10 @@ def observations(session: Session, request: Observations) -> ObservationPage:
 
 @dataclass(frozen=True)
 class Relations:
-    entity: str
-    direction: str = "both"
-    types: tuple[str, ...] = ()
-    at: str | None = None
+    entity: EntityId
+    direction: Direction = "both"
+    types: RelationTypes = ()
+    at: At = None
 
 
 class RelationList(Answer):
@@ -284,17 +296,18 @@ class RelationList(Answer):
 def relations(session: Session, request: Relations) -> RelationList:
     from ..read.entities import relationships
 
-    return RelationList(session.read(lambda scope: relationships(scope, request.entity, direction=request.direction,
+    direction = DIRECTIONS.get(request.direction, request.direction)
+    return RelationList(session.read(lambda scope: relationships(scope, request.entity, direction=direction,
                                                                  types=tuple(request.types)), session.at(request.at)))
 
 
 @dataclass(frozen=True)
 class Related:
-    entity: str
-    types: tuple[str, ...] = ()
-    direction: str = "both"
-    hops: int = 1
-    at: str | None = None
+    entity: EntityId
+    types: RelationTypes = ()
+    direction: Direction = "both"
+    hops: Annotated[int, Field("How many relationships away to go.", minimum=1, maximum=1000)] = 1
+    at: At = None
 
 
 class Neighbourhood(Answer):
@@ -305,20 +318,22 @@ class Neighbourhood(Answer):
 def related(session: Session, request: Related) -> Neighbourhood:
     from ..read.entities import related as walk
 
+    direction = DIRECTIONS.get(request.direction, request.direction)
     return Neighbourhood(session.read(lambda scope: walk(scope, request.entity, types=tuple(request.types),
-                                                         direction=request.direction, hops=request.hops),
+                                                         direction=direction, hops=request.hops),
                                       session.at(request.at)))
 
 
 @dataclass(frozen=True)
 class Timeline:
-    entity: str | None = None
-    event_type: str | None = None
-    after: str | int | None = None
-    before: str | int | None = None
-    limit: int = 1000
-    offset: int = 0
-    at: str | None = None
+    entity: Annotated[str | None, text_field("Only events of this entity.", 512)] = None
+    event_type: Annotated[str | None, text_field("Only events of this type (InvoiceIssued, PaymentDue, an observation type …).",
+                                           256)] = None
+    after: Annotated[str | int | None, moment("From this time on (inclusive)")] = None
+    before: Annotated[str | int | None, moment("Before this time (exclusive)")] = None
+    limit: Limit = 1000
+    offset: Offset = 0
+    at: At = None
     max_classification: str | None = None
 
 
@@ -341,7 +356,7 @@ def timeline(session: Session, request: Timeline) -> Events:
 
 @dataclass(frozen=True)
 class History:
-    entity: str
+    entity: EntityId
 
 
 class Changes(Answer):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from ..errors import UsageError
+from .fields import text_field
 from .registry import Answer, operation
 from .session import Session
 
@@ -44,11 +45,14 @@ def check(session: Session, request: Check) -> CheckReport:
                                               request.staged, progress=request.progress)))
 
 
+MAX_DOCUMENT = 2 * 1024 * 1024  # characters; the per-document rules refuse more than 1 MiB
+
+
 @dataclass(frozen=True)
 class CheckDocument:
     """`check`'s JSON report for one whole document's text, as if it were added at HEAD."""
 
-    text: str
+    text: Annotated[str, text_field("The whole document: front matter between --- lines, then the Markdown body.", MAX_DOCUMENT)]
 
 
 class DocumentReport(Answer):

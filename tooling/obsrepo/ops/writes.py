@@ -6,11 +6,18 @@ see (§8a). Nothing is ever edited in place. Writes of one process run one at a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from ..format.vocabulary import COMPREHENSION_EFFECTS, COMPREHENSION_ID, FEEDBACK_OUTCOMES
+from .fields import EntityId, Field, Reason, text_field
 from .registry import Answer, operation
 from .session import Session
 from .values import Destination, ProposalBranch, WorkTree
+
+MAX_BODY = 1024 * 1024  # characters of a body (a document's own bound is 1 MiB)
+MAX_VALUE = 64 * 1024  # characters of a corrected text value
+ObservationId = Annotated[str, text_field("An observation id (obs-…).", 128)]
+JsonValue = str | int | float | bool | None | list[Any] | dict[str, Any]
 
 
 class Written(Answer):
@@ -42,8 +49,13 @@ def write(session: Session, front: dict[str, Any], body: str, destination: Desti
 class New:
     """One new observation from its front matter (without `spec` and `id`) and body."""
 
-    front: dict[str, Any]
-    body: str = ""
+    front: Annotated[dict[str, Any], Field(
+        "The front matter of an observation/v1 document as a JSON object, without `spec` and `id`: `source` (who "
+        "observed: agent/x, human/alice …) and `event` (one line) are required; `timestamp` (ISO 8601 with a timezone) "
+        "defaults to now; also `type`, `scope`, `entity`, `fields`, `priority`, `specificity`, `corrects`, `retracts`, "
+        "`relations`, `tenant`, `classification`, `source_ref`, `interpretation`, `trace_ref`, `data`, `x-…` extensions.",
+        min_properties=1, max_properties=64)]
+    body: Annotated[str, Field("The Markdown body (may be empty).", max_length=MAX_BODY)] = ""
     destination: Destination = WorkTree()
     tool: str = "new"
 
@@ -55,12 +67,13 @@ def new(session: Session, request: New) -> Written:
 
 @dataclass(frozen=True)
 class Correct:
-    entity: str
-    field: str
-    value: Any
-    reason: str
+    entity: EntityId
+    field: Annotated[str, text_field("The field of the entity's snapshot to correct.", 256)]
+    value: Annotated[JsonValue, Field("The right value, of the field's current JSON type (a number as a number, not as "
+                                      "text); null clears the field.", max_length=MAX_VALUE)]
+    reason: Reason
     source: str | None = None
-    allow_type_change: bool = False
+    allow_type_change: Annotated[bool, Field("Accept a value of another JSON type than the field's current value.")] = False
     destination: Destination = ProposalBranch()
 
 
@@ -90,8 +103,8 @@ def correct(session: Session, request: Correct) -> Written:
 
 @dataclass(frozen=True)
 class Retract:
-    observation_id: str
-    reason: str
+    observation_id: Annotated[str, text_field("An observation id, e.g. obs-20260213-102500-0001.", 96)]
+    reason: Reason
     source: str | None = None
     destination: Destination = ProposalBranch()
 
@@ -113,9 +126,9 @@ def retract(session: Session, request: Retract) -> Written:
 
 @dataclass(frozen=True)
 class Relate:
-    source_entity: str
-    type: str
-    target: str
+    source_entity: EntityId
+    type: Annotated[str, text_field("PART_OF, DEPENDS_ON, REFERS_TO, SETTLES, SUPERSEDES … or your own UPPER_SNAKE_CASE name.", 64)]
+    target: EntityId
     source: str | None = None
     destination: Destination = ProposalBranch()
 
@@ -131,9 +144,9 @@ def relate(session: Session, request: Relate) -> Written:
 
 @dataclass(frozen=True)
 class Merge:
-    from_entity: str
-    into_entity: str
-    reason: str
+    from_entity: EntityId
+    into_entity: EntityId
+    reason: Reason
     source: str | None = None
     destination: Destination = ProposalBranch()
 
@@ -150,9 +163,10 @@ def merge(session: Session, request: Merge) -> Written:
 
 @dataclass(frozen=True)
 class Feedback:
-    target: str
-    outcome: str
-    session: str | None = None
+    target: ObservationId
+    outcome: Annotated[str, Field("accepted raises the observation's weight; rejected, rework and misleading lower it.",
+                                  choices=FEEDBACK_OUTCOMES)]
+    session: Annotated[str | None, text_field("The session the outcome comes from (kept in the weight's history).", 256)] = None
     source: str | None = None
     timestamp: str | None = None
     destination: Destination = ProposalBranch()
@@ -193,11 +207,13 @@ def reclassify(session: Session, request: Reclassify) -> Written:
 
 @dataclass(frozen=True)
 class Comprehend:
-    comprehension_id: str
-    observation: str
-    effect: str
-    statement: str | None = None
-    reasoning: str | None = None
+    comprehension_id: Annotated[str, Field("The comprehension document's id (comp-…).", min_length=1, max_length=128,
+                                           pattern=COMPREHENSION_ID)]
+    observation: ObservationId
+    effect: Annotated[str, Field("What the observation does to the belief.", choices=COMPREHENSION_EFFECTS)]
+    statement: Annotated[str | None, text_field("The belief as it now stands (required to contradict).", 2000)] = None
+    reasoning: Annotated[str | None, text_field("Why (default: which observation changed the confidence, from what to what).",
+                                          2000)] = None
     destination: Destination = ProposalBranch()
 
 

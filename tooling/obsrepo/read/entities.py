@@ -84,7 +84,7 @@ def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limi
     check_page(limit, offset)
     wanted = normalize(identifier)
     if not wanted:
-        raise UsageError("IDENTIFIER has no letters or digits", parameter="IDENTIFIER")
+        raise UsageError("identifier has no letters or digits", parameter="identifier")
     rows = scope.rows("SELECT DISTINCT o.entity, f.key, f.value FROM visible AS o, json_each(o.fields) AS f "
                       "WHERE o.entity IS NOT NULL AND json_type(f.value) = 'VARCHAR'")
     keys = scope.rows("SELECT DISTINCT o.entity FROM visible AS o WHERE o.entity IS NOT NULL")

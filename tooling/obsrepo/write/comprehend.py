@@ -23,7 +23,7 @@ from ..format.analyze import analyze
 from ..format.document import read_document
 from ..format.model import COMPREHENSION_ID, format_timestamp
 from ..format.report import Issue
-from ..format.vocabulary import COMPREHENSION_DIR
+from ..format.vocabulary import COMPREHENSION_DIR, COMPREHENSION_EFFECTS
 from ..gate.addition import RuleState
 from ..gate.graph import visible
 from ..gate.immutability import comprehension_edit
@@ -31,7 +31,7 @@ from ..gitstore import Git
 from .proposal import TreeStates, branch_name, propose_edit
 from .statements import target_tenant
 
-EFFECTS = ("confirm", "contradict", "neutral")
+EFFECTS = COMPREHENSION_EFFECTS
 # (confidence, effect) → the posterior confidence; every other pair leaves it unchanged
 TRANSITIONS = {
     ("unknown", "confirm"): "low",
