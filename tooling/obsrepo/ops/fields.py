@@ -80,7 +80,7 @@ def moment(description: str) -> Field:
 # -- fields many requests share ------------------------------------------------------------------
 EntityId = Annotated[str, text_field("An entity id: type/key, e.g. company/acme.", 512)]
 At = Annotated[str | None, text_field("A git revision (commit, branch, tag, HEAD~3): answer as the repository was there. "
-                                "Default: the tip served.", 256)]
+                                      "Default: the tip served.", 256)]
 Limit = Annotated[int, Field(f"At most this many (1..{MAX_LIMIT}).", minimum=1, maximum=MAX_LIMIT)]
 Offset = Annotated[int, Field("Skip this many first (the next page).", minimum=0, maximum=MAX_OFFSET)]
 EntityType = Annotated[str | None, text_field("Only entities of this type (the part before the slash).", 128)]

@@ -27,12 +27,12 @@ class Query:
                       Field("Scope ids; an observation matches when it has ANY of them.", max_items=100)] = ()
     type: Annotated[str | None, text_field("Exact event type, e.g. task.updated.", 256)] = None
     source: Annotated[str | None, text_field("Source prefix, taken literally (agent: matches agent:x; _ and % are no "
-                                       "wildcards).", 512)] = None
+                                             "wildcards).", 512)] = None
     after: Annotated[str | int | datetime | None, moment("From this time on (inclusive)")] = None
     before: Annotated[str | int | datetime | None, moment("Before this time (exclusive)")] = None
     entity: Annotated[str | None, text_field("Only observations about this entity (type/key).", 512)] = None
     text: Annotated[str | None, text_field("Full-text search (BM25) over event and body; best matches first, records "
-                                     "carry a score.", 1024)] = None
+                                           "carry a score.", 1024)] = None
     max_classification: str | None = None
     include_retracted: bool = False
     include_expired: bool = False
@@ -328,7 +328,7 @@ def related(session: Session, request: Related) -> Neighbourhood:
 class Timeline:
     entity: Annotated[str | None, text_field("Only events of this entity.", 512)] = None
     event_type: Annotated[str | None, text_field("Only events of this type (InvoiceIssued, PaymentDue, an observation type …).",
-                                           256)] = None
+                                                 256)] = None
     after: Annotated[str | int | None, moment("From this time on (inclusive)")] = None
     before: Annotated[str | int | None, moment("Before this time (exclusive)")] = None
     limit: Limit = 1000

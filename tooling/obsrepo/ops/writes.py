@@ -213,7 +213,7 @@ class Comprehend:
     effect: Annotated[str, Field("What the observation does to the belief.", choices=COMPREHENSION_EFFECTS)]
     statement: Annotated[str | None, text_field("The belief as it now stands (required to contradict).", 2000)] = None
     reasoning: Annotated[str | None, text_field("Why (default: which observation changed the confidence, from what to what).",
-                                          2000)] = None
+                                                2000)] = None
     destination: Destination = ProposalBranch()
 
 
