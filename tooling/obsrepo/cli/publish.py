@@ -28,7 +28,7 @@ from .options import FORMATS, examples, read_options, session
 @handled
 def publish(catalog_name: str, namespace: str, rev: str | None, max_classification: str, rebase_published: bool,
             output_format: str, tenant: str | None, index_path: str | None) -> int:
-    """Publish the repository's history as Apache Iceberg tables, for Spark, Trino, Athena, DuckDB…
+    """Publish the history as Apache Iceberg tables (Spark, Trino, Athena, DuckDB).
 
     Appends only the commits after the last one this repository published: the tables
     observations, observation_removals, observation_fields, relations and entity_snapshots,
