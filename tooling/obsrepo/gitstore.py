@@ -123,8 +123,7 @@ class Git:
 
     @staticmethod
     def init(folder: str) -> Git:
-        """A new repository in the existing `folder`: `git init` with the user's own defaults
-        (the initial branch name among them)."""
+        """A new repository in `folder`, with the user's own defaults (the initial branch name)."""
         Git(folder).run("init", "-q")
         return Git.at(folder)
 

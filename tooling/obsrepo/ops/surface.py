@@ -22,6 +22,7 @@ from ..format.vocabulary import (
 )
 from ..params import TENANT_KEYS
 from ..version import __version__ as RELEASE
+from .values import Moment
 
 __all__ = [
     "CLASSIFICATIONS", "CONFIDENCES", "DEFAULT_CLASSIFICATION", "DOCUMENT_ROOTS", "ENTITY_SCHEMAS_DIR",
@@ -85,9 +86,9 @@ def read_text(source: str, field: str) -> str:
 
 def option_timestamp(value: str, field: str) -> str:
     """A moment as a new observation's `timestamp` (UTC, `Z`)."""
-    from ..write.new import option_timestamp as stamped
+    from ..times import format_timestamp
 
-    return stamped(value, field)
+    return format_timestamp(Moment.parse(value, field).value)
 
 
 def write_replacing(path: str, data: bytes) -> None:

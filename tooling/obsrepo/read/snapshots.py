@@ -10,7 +10,6 @@ from typing import Any
 from ..errors import NotFoundError
 from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
 from ..index.reducer_rows import CANDIDATES, ROW, all_policies, as_obs, load_policies, special_rows
-from ..times import format_timestamp
 from .scope import ReadScope
 
 
@@ -60,9 +59,3 @@ def provenance(scope: ReadScope, entity: str, field: str) -> dict[str, Any]:
         "path": path, "commit": commit, "author": author, "committed_at": committed_at, "source_ref": source_ref,
         "interpretation": interpretation, "policy": policies.get(field, "highest_priority"),
     }
-
-
-def parse_as_of(value: str) -> str:
-    from ..times import parse_time
-
-    return format_timestamp(parse_time(value, "as_of"))

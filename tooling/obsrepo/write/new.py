@@ -26,7 +26,6 @@ from ..gate.cache import AnalysisCache
 from ..gate.check import analyze_source
 from ..gate.sources import worktree
 from ..gitstore import Git
-from ..times import parse_time
 
 
 @dataclass(frozen=True)
@@ -192,12 +191,6 @@ def read_text(source: str, parameter: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{parameter}: the input is not UTF-8 text", parameter=parameter) from None
-
-
-def option_timestamp(value: str, parameter: str = "timestamp") -> str:
-    """A `--timestamp` option, read like every time option (a date is midnight UTC), in the
-    canonical spelling (UTC, `Z`)."""
-    return format_timestamp(parse_time(value, parameter))
 
 
 class _Refused(Exception):
