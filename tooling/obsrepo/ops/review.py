@@ -39,10 +39,11 @@ class CheckReport:
 
 @operation("check", "reads")
 def check(session: Session, request: Check) -> CheckReport:
-    from ..gate.check import CheckRequest, run_check
+    from ..gate.check import CheckRequest, apply_check, plan_check
 
-    return CheckReport(run_check(CheckRequest(request.cwd or session.root, tuple(request.paths), request.base,
-                                              request.staged, progress=request.progress)))
+    plan = plan_check(session.git, CheckRequest(request.cwd or session.root, tuple(request.paths), request.base,
+                                                request.staged, progress=request.progress))
+    return CheckReport(apply_check(session.git, plan, request.progress))  # git as the session found it, once
 
 
 MAX_DOCUMENT = 2 * 1024 * 1024  # characters; the per-document rules refuse more than 1 MiB
