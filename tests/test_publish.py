@@ -4,8 +4,10 @@ scan_iceberg) and compared with obsrepo's own `query --at` and `snapshot --at` a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,22 @@ def build_history(repo: Repo, tmp_path: Path) -> list[str]:
     answer = publish(repo)
     assert (answer["first_seq"], answer["last_seq"], answer["rows"]["observation_removals"]) == (3, 3, 1)
     return shas
+
+
+@pytest.fixture(scope="module")
+def history(make_module_repo: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Repo, list[str]]:
+    """build_history once for the tests that only read the catalog (and one that publishes again
+    and proves it changes nothing): the repository and its three commits' shas."""
+    repo = make_module_repo()
+    return repo, build_history(repo, tmp_path_factory.mktemp("published"))
+
+
+@pytest.fixture(scope="module")
+def answer(history: tuple[Repo, list[str]]) -> Callable[..., Any]:
+    """answer(query_ids, sha) or answer(snapshot_at, entity, sha) on the shared history, each asked
+    of obsrepo once for the three readers to be compared with."""
+    repo, _ = history
+    return functools.cache(lambda ask, *args: ask(repo, *args))
 
 
 # -- the three readers: every table of the namespace as a list of row dicts -------------------
@@ -121,19 +139,19 @@ def snapshot_at(repo: Repo, entity: str, sha: str) -> dict:
 
 
 @pytest.mark.parametrize("reader", [read_pyiceberg, read_duckdb, read_polars], ids=["pyiceberg", "duckdb", "polars"])
-def test_three_readers_see_what_query_and_snapshot_answer_at_each_commit(make_repo: Any, tmp_path: Path, reader: Any) -> None:
-    repo = make_repo()
-    shas = build_history(repo, tmp_path)
+def test_three_readers_see_what_query_and_snapshot_answer_at_each_commit(history: tuple[Repo, list[str]],
+                                                                         answer: Callable[..., Any], reader: Any) -> None:
+    repo, shas = history
     tables = reader(repo)
     assert sorted((row["seq"], row["sha"]) for row in tables["commits"]) == list(enumerate(shas, start=1))
     for seq, sha in enumerate(shas, start=1):
         ids, snapshots = as_of(tables, seq)
-        assert ids == query_ids(repo, sha), f"seq {seq}"
+        assert ids == answer(query_ids, sha), f"seq {seq}"
         for entity in (ACME, "company/globex"):
             if entity not in snapshots:
                 assert seq == 1 and entity == "company/globex"
                 continue
-            expected = snapshot_at(repo, entity, sha)
+            expected = answer(snapshot_at, entity, sha)
             row = snapshots[entity]
             assert (json.loads(row["snapshot"]), json.loads(row["provenance"])) == (expected["snapshot"], expected["provenance"])
     assert {row["observation_id"] for row in tables["relations"]} == {obs_id(1)}
@@ -142,9 +160,8 @@ def test_three_readers_see_what_query_and_snapshot_answer_at_each_commit(make_re
     assert [(r["id"], r["removed_seq"], r["reason"]) for r in tables["observation_removals"]] == [(obs_id(1), 3, "retracted")]
 
 
-def test_each_publish_is_one_snapshot_per_table_with_the_commit_and_a_tag(make_repo: Any, tmp_path: Path) -> None:
-    repo = make_repo()
-    shas = build_history(repo, tmp_path)
+def test_each_publish_is_one_snapshot_per_table_with_the_commit_and_a_tag(history: tuple[Repo, list[str]]) -> None:
+    repo, shas = history
     catalog = open_catalog(repo)
     for name in TABLES:
         table = catalog.load_table(("obsrepo", name))
@@ -154,9 +171,8 @@ def test_each_publish_is_one_snapshot_per_table_with_the_commit_and_a_tag(make_r
             assert table.snapshot_by_id(tagged).summary["obsrepo.git-commit"] == sha
 
 
-def test_the_same_commit_twice_and_an_older_one_change_nothing(make_repo: Any, tmp_path: Path) -> None:
-    repo = make_repo()
-    shas = build_history(repo, tmp_path)
+def test_the_same_commit_twice_and_an_older_one_change_nothing(history: tuple[Repo, list[str]]) -> None:
+    repo, shas = history
     before = {name: len(open_catalog(repo).load_table(("obsrepo", name)).snapshots()) for name in TABLES}
     assert publish(repo)["status"] == "current"
     older = repo.obsrepo("publish", "--catalog", "local", "--rev", shas[0])
