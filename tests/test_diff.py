@@ -7,10 +7,12 @@ hypothesis property checks that the field changes carry BASE's snapshots to HEAD
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -136,13 +138,29 @@ def compare(name: str, text: str) -> None:
     assert text == path.read_text("utf-8"), f"{name} differs from the golden file"
 
 
+@pytest.fixture(scope="module")
+def diffed(make_module_repo: Callable[..., Repo]) -> Callable[[str, str], tuple[Repo, str, str, subprocess.CompletedProcess]]:
+    """diffed(scenario, format) → (repo, base, head, `obsrepo diff base head --format FORMAT`): each
+    scenario built once per module and each format asked once, for the golden files and the facts."""
+
+    @functools.cache
+    def built(scenario: str) -> tuple[Repo, str, str]:
+        repo = make_module_repo(scenario)
+        return (repo, *SCENARIOS[scenario](repo))
+
+    @functools.cache
+    def diff(scenario: str, fmt: str) -> tuple[Repo, str, str, subprocess.CompletedProcess]:
+        repo, base, head = built(scenario)
+        return repo, base, head, repo.obsrepo("diff", base, head, "--format", fmt)
+
+    return diff
+
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_diff_matches_the_golden_files(make_repo: Callable[..., Repo], scenario: str) -> None:
-    repo = make_repo()
-    base, head = SCENARIOS[scenario](repo)
+def test_diff_matches_the_golden_files(diffed: Callable[..., tuple], scenario: str) -> None:
     expected_exit = 1 if scenario == "invalid" else 0
     for fmt, suffix in (("text", "txt"), ("markdown", "md"), ("json", "json")):
-        proc = repo.obsrepo("diff", base, head, "--format", fmt)
+        repo, base, head, proc = diffed(scenario, fmt)
         assert proc.returncode == expected_exit, proc.stderr + proc.stdout
         output = proc.stdout
         if fmt == "json":
@@ -150,12 +168,8 @@ def test_diff_matches_the_golden_files(make_repo: Callable[..., Repo], scenario:
         compare(f"{scenario}.{suffix}", normalized(output, repo, base, head))
 
 
-def test_scenarios_say_what_a_reviewer_needs(make_repo: Callable[..., Repo]) -> None:
-    facts = {}
-    for name, build in SCENARIOS.items():
-        repo = make_repo(name)
-        base, head = build(repo)
-        facts[name] = json.loads(repo.obsrepo("diff", base, head, "--format", "json").stdout)
+def test_scenarios_say_what_a_reviewer_needs(diffed: Callable[..., tuple]) -> None:
+    facts = {name: json.loads(diffed(name, "json")[3].stdout) for name in SCENARIOS}
     assert facts["new_entity"]["entities"][0]["change"] == "created"
     field = facts["correction"]["entities"][0]["fields"][0]
     assert (field["old"], field["new"], field["rule"]) == ("Acme", "Acme Corp", "correction")
