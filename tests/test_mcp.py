@@ -45,6 +45,12 @@ def demo(make_repo: Callable[..., Repo]) -> Repo:
     return repo
 
 
+@pytest.fixture(scope="module")
+def demo_repo(make_module_repo: Callable[..., Repo]) -> Repo:
+    """The demo repository (and its index) shared by the tests that commit nothing to it."""
+    return demo(make_module_repo)
+
+
 def cli(repo: Repo, *args: str) -> Any:
     proc = repo.obsrepo(*args)
     assert proc.returncode == 0, proc.stderr
@@ -86,8 +92,8 @@ async def failure(session: ClientSession, tool: str, **arguments: Any) -> dict[s
     return error
 
 
-def test_tools_are_listed_with_closed_bounded_schemas(make_repo):
-    repo = demo(make_repo)
+def test_tools_are_listed_with_closed_bounded_schemas(demo_repo):
+    repo = demo_repo
 
     async def scenario() -> None:
         async with stdio_session(repo) as session:
@@ -115,8 +121,8 @@ def test_tools_are_listed_with_closed_bounded_schemas(make_repo):
     anyio.run(scenario)
 
 
-def test_the_instructions_name_every_write_tool_the_server_lists(make_repo):
-    repo = demo(make_repo)
+def test_the_instructions_name_every_write_tool_the_server_lists(demo_repo):
+    repo = demo_repo
 
     async def scenario() -> None:
         params = StdioServerParameters(command=sys.executable, args=["-m", "obsrepo", "mcp"], cwd=str(repo.path), env=repo.env)
@@ -189,8 +195,8 @@ def test_every_read_tool_answers_as_the_cli_does(make_repo):
     anyio.run(scenario)
 
 
-def test_check_document_reports_what_check_would_and_writes_nothing(make_repo):
-    repo = demo(make_repo)
+def test_check_document_reports_what_check_would_and_writes_nothing(demo_repo):
+    repo = demo_repo
     existing = next(p for p in sorted((repo.path / "observations").rglob("*.md")))
     existing_id = existing.stem
     fresh = observation("obs-20260601-090000-0002", entity="company/acme-corp", fields={"phone": "+44 20 0000"})
@@ -222,8 +228,8 @@ def test_check_document_reports_what_check_would_and_writes_nothing(make_repo):
     assert {i["rule"] for i in answers["broken"]["issues"]} >= {"unknown-key"}
 
 
-def test_failures_are_error_results_and_hostile_arguments_never_break_the_session(make_repo):
-    repo = demo(make_repo)
+def test_failures_are_error_results_and_hostile_arguments_never_break_the_session(demo_repo):
+    repo = demo_repo
 
     async def scenario() -> None:
         async with stdio_session(repo) as session:
@@ -272,8 +278,8 @@ def _entity_ids(repo: Repo, *tenant: str) -> set[str]:
 
 
 @pytest.mark.parametrize("how", ["option", "environment"])
-def test_a_tenant_bound_server_sees_nothing_of_another_tenant(make_repo, how):
-    repo = demo(make_repo)
+def test_a_tenant_bound_server_sees_nothing_of_another_tenant(demo_repo, how):
+    repo = demo_repo
     everything = _entity_ids(repo)
     globex = _entity_ids(repo, "--tenant", "org=globex")
     hidden = sorted(everything - globex)
@@ -309,8 +315,8 @@ def test_a_tenant_bound_server_sees_nothing_of_another_tenant(make_repo, how):
     anyio.run(scenario)
 
 
-def test_an_empty_tenant_binding_is_refused_at_start(make_repo):
-    repo = demo(make_repo)
+def test_an_empty_tenant_binding_is_refused_at_start(demo_repo):
+    repo = demo_repo
     proc = subprocess.run([sys.executable, "-m", "obsrepo", "mcp"], cwd=repo.path, env={**repo.env, "OBSREPO_TENANT": ""},
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     assert proc.returncode == 2 and "OBSREPO_TENANT" in proc.stderr
@@ -403,8 +409,8 @@ def raw_post(url: str, headers: dict[str, str]) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
-def test_http_serves_the_tools_and_refuses_a_foreign_origin(make_repo):
-    repo = demo(make_repo)
+def test_http_serves_the_tools_and_refuses_a_foreign_origin(demo_repo):
+    repo = demo_repo
     server = HttpServer(repo)
     try:
         async def scenario() -> None:
@@ -429,8 +435,8 @@ def test_http_serves_the_tools_and_refuses_a_foreign_origin(make_repo):
         server.close()
 
 
-def test_a_public_address_needs_a_token_and_every_request_carries_it(make_repo):
-    repo = demo(make_repo)
+def test_a_public_address_needs_a_token_and_every_request_carries_it(demo_repo):
+    repo = demo_repo
     env = {k: v for k, v in repo.env.items() if k != "OBSREPO_MCP_TOKEN"}
     proc = subprocess.run([sys.executable, "-m", "obsrepo", "mcp", "--transport", "http", "--host", "0.0.0.0", "--port", "0"],
                           cwd=repo.path, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
