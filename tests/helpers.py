@@ -135,8 +135,12 @@ GIT_DATE = "2026-02-13T12:00:00+00:00"
 
 
 def git_env(home: Path, ceiling: Path) -> dict[str, str]:
-    """The environment of every process a test starts: nothing of the user's git or obsrepo setup leaks in."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "OBSREPO_"))}
+    """The environment of every process a test starts: nothing of the user's git or obsrepo setup leaks in.
+
+    Nor a PYTHONDONTWRITEBYTECODE of the caller's shell: with it, each of the suite's thousands of
+    `python -m obsrepo` processes compiled the package again (about a third of a short command's
+    CPU), where an installed obsrepo runs from cached bytecode."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "OBSREPO_")) and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(
         GIT_AUTHOR_NAME="Test Author",
         GIT_AUTHOR_EMAIL="author@example.com",
