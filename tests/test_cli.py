@@ -383,3 +383,29 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_program_quietly(committed:
                           shell=True, cwd=committed.path, env=committed.env, capture_output=True, text=True)
     assert len(proc.stdout) == 100
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr and "Broken" not in proc.stderr, proc.stderr
+
+
+def test_the_lazy_command_table_names_the_module_of_every_command() -> None:
+    """`obsrepo` loads a command's module only when it runs; the table that says where each
+    command lives must hold every command, each in the module that defines it."""
+    from obsrepo.cli.app import COMMANDS
+
+    assert set(COMMANDS) == set(main.commands)
+    for name, command in main.commands.items():
+        callback = command.callback if command.callback else next(iter(command.commands.values())).callback
+        assert callback.__module__ == f"obsrepo.cli.{COMMANDS[name]}", name
+
+
+def test_check_loads_neither_the_reads_nor_the_writes_of_the_door(repo: Repo) -> None:
+    """The pre-commit hook's command starts without the operations it does not run."""
+    probe = ("import sys\nfrom obsrepo.cli import run\nsys.argv = ['obsrepo', 'check']\n"
+             "import atexit, os\n"
+             "loaded = lambda: print(sorted(m for m in sys.modules if m.startswith('obsrepo.ops.') or m.startswith('obsrepo.cli.')))\n"
+             "os._exit = (lambda real: (lambda code: (loaded(), sys.stdout.flush(), real(code))))(os._exit)\n"
+             "run()\n")
+    proc = repo.run(sys.executable, "-c", probe, check=False)
+    modules = proc.stdout.strip().splitlines()[-1]
+    for heavy in ("obsrepo.ops.reads", "obsrepo.ops.writes", "obsrepo.ops.publication", "obsrepo.ops.adopt",
+                  "obsrepo.cli.reads", "obsrepo.cli.steward", "obsrepo.cli.publish"):
+        assert f"'{heavy}'" not in modules, (heavy, modules)
+    assert "'obsrepo.cli.gate'" in modules and "'obsrepo.ops.review'" in modules, modules

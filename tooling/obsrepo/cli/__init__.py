@@ -14,9 +14,17 @@
 
 from __future__ import annotations
 
-from . import embed, entities, gate, init, live, publish, reads, review, steward, write  # noqa: F401 - each registers its commands
-from .app import main, run
-from .errors import handled
-from .options import examples
+from typing import Any
 
-__all__ = ["examples", "handled", "main", "run"]
+from .app import run
+
+__all__ = ["main", "run"]
+
+
+def __getattr__(name: str) -> Any:
+    # `main` with every command loaded; the program itself (`run`) loads the one it runs
+    if name == "main":
+        from .app import load_all
+
+        return load_all()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

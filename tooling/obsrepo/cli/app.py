@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Any, NoReturn
@@ -12,8 +13,41 @@ from ..ops.surface import RELEASE, settle
 from .errors import _Group
 from .options import examples
 
+# command → the module of cli/ that defines it. A command's module loads when the command runs
+# (or the help lists it), so `obsrepo check` in a pre-commit hook never loads the reads, the
+# writes or publication (tests/test_cli.py holds this table equal to what the modules define).
+COMMANDS = {
+    "check": "gate", "new": "gate", "init": "init",
+    "query": "reads", "show": "reads", "sql": "reads", "status": "reads",
+    "snapshot": "entities", "provenance": "entities", "entities": "entities", "find": "entities",
+    "observations": "entities", "relations": "entities", "related": "entities", "timeline": "entities",
+    "history": "entities", "diff": "review", "index": "live", "watch": "live", "mcp": "live",
+    "correct": "write", "retract": "write", "relate": "write", "merge": "write",
+    "feedback": "steward", "reclassify": "steward", "retention": "steward", "export": "steward",
+    "comprehend": "steward", "comprehensions": "steward", "embed": "embed", "publish": "publish",
+}
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+
+class _Lazy(_Group):
+    """The command group that loads a command's module on first use."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(f"{__package__}.{COMMANDS[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+
+def load_all() -> click.Group:
+    """The group with every command loaded (for the library and the tests)."""
+    for module in sorted(set(COMMANDS.values())):
+        importlib.import_module(f"{__package__}.{module}")
+    return main
+
+
+@click.group(cls=_Lazy, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
              epilog=examples("obsrepo new --source agent/crm --event \"Acme signed\" --entity company/acme",
                              "obsrepo check", "obsrepo query --scope task/42 --format full",
                              "obsrepo snapshot company/acme", "obsrepo COMMAND --help"))

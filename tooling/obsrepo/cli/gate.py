@@ -10,7 +10,7 @@ import click
 
 from .. import errors
 from ..errors import UsageError
-from ..ops import Binding, Check, New, Session, destination, run
+from ..ops import Binding, Check, Session, destination, run
 from ..ops.surface import CLASSIFICATIONS, DEFAULT_CLASSIFICATION, option_timestamp, parse_field, read_json_input, read_text
 from .app import main
 from .errors import handled
@@ -85,6 +85,7 @@ def new(json_input: str | None, output_format: str, as_commit: bool, branch: str
     one already in the work tree. With --commit the file goes into one new commit on a proposal
     branch instead (checked against the branch), leaving the work tree as it is.
     """
+    from ..ops import New  # the writes load with the command that writes (check stays light)
     from .write import render_written
 
     if json_input is not None:

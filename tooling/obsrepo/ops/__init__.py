@@ -12,32 +12,105 @@ surface with `ObsrepoError.renamed`. Nothing here prints or knows an adapter's n
 
 from __future__ import annotations
 
-from .adopt import Init, Initialized, init
-from .embedding import EmbedInfo, EmbedPull
-from .publication import Publication, PublicationRows
-from .reads import (
-    Comprehensions,
-    Entities,
-    Export,
-    Find,
-    History,
-    Observations,
-    Provenance,
-    Query,
-    Related,
-    Relations,
-    Retention,
-    Show,
-    Snapshot,
-    Sql,
-    Status,
-    Timeline,
-)
-from .registry import OPERATIONS, Answer, Operation, run
-from .review import Check, CheckDocument, Diff, Index
-from .session import Session
-from .values import Binding, Ceiling, Destination, Moment, Page, ProposalBranch, Rev, WorkTree, destination
-from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relate, Retract
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with its module (below)
+    from .adopt import Init, Initialized, init
+    from .embedding import EmbedInfo, EmbedPull
+    from .publication import Publication, PublicationRows
+    from .reads import (
+        Comprehensions,
+        Entities,
+        Export,
+        Find,
+        History,
+        Observations,
+        Provenance,
+        Query,
+        Related,
+        Relations,
+        Retention,
+        Show,
+        Snapshot,
+        Sql,
+        Status,
+        Timeline,
+    )
+    from .registry import OPERATIONS, Answer, Operation, run
+    from .review import Check, CheckDocument, Diff, Index
+    from .session import Session
+    from .values import Binding, Ceiling, Destination, Moment, Page, ProposalBranch, Rev, WorkTree, destination
+    from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relate, Retract
+
+# name → the module of the door that defines it. The door loads lazily: `obsrepo check` loads
+# the review operations and never the reads, the writes, publication or adoption (each module's
+# dataclasses cost milliseconds to create, on every command).
+_WHERE = {
+    "Answer": "registry",
+    "Binding": "values",
+    "Ceiling": "values",
+    "Check": "review",
+    "CheckDocument": "review",
+    "Comprehend": "writes",
+    "Comprehensions": "reads",
+    "Correct": "writes",
+    "Destination": "values",
+    "Diff": "review",
+    "EmbedInfo": "embedding",
+    "EmbedPull": "embedding",
+    "Entities": "reads",
+    "Export": "reads",
+    "Feedback": "writes",
+    "Find": "reads",
+    "History": "reads",
+    "Index": "review",
+    "Init": "adopt",
+    "Initialized": "adopt",
+    "Merge": "writes",
+    "Moment": "values",
+    "New": "writes",
+    "OPERATIONS": "registry",
+    "Observations": "reads",
+    "Operation": "registry",
+    "Page": "values",
+    "ProposalBranch": "values",
+    "Provenance": "reads",
+    "Publication": "publication",
+    "PublicationRows": "publication",
+    "Query": "reads",
+    "Reclassify": "writes",
+    "Relate": "writes",
+    "Related": "reads",
+    "Relations": "reads",
+    "Retention": "reads",
+    "Retract": "writes",
+    "Rev": "values",
+    "Session": "session",
+    "Show": "reads",
+    "Snapshot": "reads",
+    "Sql": "reads",
+    "Status": "reads",
+    "Timeline": "reads",
+    "WorkTree": "values",
+    "destination": "values",
+    "init": "adopt",
+    "run": "registry",
+}
+_OPERATION_MODULES = ("reads", "review", "writes", "publication", "embedding", "adopt")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OPERATIONS":  # every operation registered: load every module that defines one
+        for defining in _OPERATION_MODULES:
+            importlib.import_module(f"{__name__}.{defining}")
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "OPERATIONS", "Answer", "Binding", "Ceiling", "Check", "CheckDocument", "Comprehend", "Comprehensions", "Correct",

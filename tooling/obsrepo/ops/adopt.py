@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from importlib import resources
 
 from ..errors import UsageError
 from ..files import make_folders, write_new, write_replacing
@@ -47,6 +46,8 @@ class Initialized(Answer):
 
 def template(name: str) -> bytes:
     """A template of a data repository's file, for this release."""
+    from importlib import resources
+
     text = resources.files("obsrepo").joinpath("templates").joinpath("init").joinpath(name).read_text(encoding="utf-8")
     return text.replace("@version@", __version__).encode("utf-8")
 
