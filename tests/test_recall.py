@@ -164,11 +164,18 @@ def test_bill_settled_finds_invoice_paid_by_meaning_and_the_exact_term_ranks_fir
     assert ids(nearest) == ["obs-20260212-090000-0003"] and nearest["total"] == 1
 
 
+@pytest.fixture(scope="module")
+def alone_and_crowded(make_module_repo, tmp_path_factory) -> tuple[Repo, Repo, dict[str, str]]:
+    """northwind's rows alone, and the same rows among another tenant's: built (and indexed by the
+    first query) once for every ranking the test below compares."""
+    env = {"OBSREPO_EMBEDDER": f"model2vec:{write_model(tmp_path_factory.mktemp('model'))}"}
+    return meaning_repo(make_module_repo("alone")), meaning_repo(make_module_repo("crowded"), others=True), env
+
+
 @needs_model2vec
 @pytest.mark.parametrize("options", [("--match", "semantic"), ("--match", "hybrid"), ("--fusion", "rrf"), ("--alpha", "0.2")])
-def test_a_bound_caller_ranks_the_same_whatever_other_tenants_hold(make_repo, tmp_path, options):
-    env = {"OBSREPO_EMBEDDER": f"model2vec:{write_model(tmp_path / 'model')}"}
-    alone, crowded = meaning_repo(make_repo("alone")), meaning_repo(make_repo("crowded"), others=True)
+def test_a_bound_caller_ranks_the_same_whatever_other_tenants_hold(alone_and_crowded, options):
+    alone, crowded, env = alone_and_crowded
     for text in ("bill settled", "parcel", "zzz"):
         pages = [ok(r, "query", "--text", text, "--tenant", "org=northwind", *options, env=env) for r in (alone, crowded)]
         for page in pages:
