@@ -243,6 +243,7 @@ def _env(ceiling: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(OBSREPO_NO_CACHE="1", GIT_CEILING_DIRECTORIES=str(ceiling))
     env.pop("OBSREPO_DEBUG", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # cached bytecode, as helpers.git_env gives every other process
     return env
 
 
