@@ -72,6 +72,10 @@ def test_without_the_index_extra_check_works_and_index_commands_name_the_extra(c
     (("watchdog",), ["watch"], "watch"),
     (INDEX, ["watch"], "watch"),                      # so does the watch extra
     (("watchdog",), ["mcp", "--watch"], "watch"),     # the SDK is there; what is missing is the watcher's
+    (("starlette",), ["serve", "--port", "0"], "serve"),  # a module the mcp extra brings too: the command's own extra
+    (("markdown_it",), ["serve", "--port", "0"], "serve"),
+    (("jinja2",), ["serve", "--port", "0"], "serve"),
+    (INDEX, ["serve", "--port", "0"], "serve"),       # the serve extra brings the index
 ], ids=lambda value: " ".join(value) if isinstance(value, (list, tuple)) else value)
 def test_a_command_without_its_extra_names_the_extra_and_its_install_command(committed, modules, argv, extra):
     out = refusal(committed, modules, argv)
@@ -83,5 +87,5 @@ def test_a_command_without_its_extra_names_the_extra_and_its_install_command(com
 def test_every_extra_that_needs_the_index_includes_it():
     """So that the hint of `watch` and `mcp` is one working command."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    for name in ("mcp", "watch"):
+    for name in ("mcp", "watch", "serve"):
         assert "obsrepo[index]" in extras[name], name

@@ -160,12 +160,14 @@ EXTRA_MODULES: dict[str, frozenset[str]] = {
     "publish": frozenset({"pyiceberg", "sqlalchemy", "pyroaring", "mmh3", "strictyaml", "tenacity", "cachetools", "zstandard"}),
     "semantic": frozenset({"model2vec", "numpy", "tokenizers", "safetensors", "huggingface_hub", "joblib", "tqdm",
                            "jinja2", "markupsafe", "hf_xet", "fsspec", "cloudpickle"}),
+    "serve": frozenset({"starlette", "jinja2", "markupsafe", "markdown_it", "mdurl", "uvicorn", "h11", "anyio", "idna",
+                        "sniffio"}),
 }
 EXTRA_INCLUDES: dict[str, frozenset[str]] = {"mcp": frozenset({"index"}), "watch": frozenset({"index"}),
-                                              "publish": frozenset({"index"})}
+                                              "publish": frozenset({"index"}), "serve": frozenset({"index"})}
 # The commands whose own extra is not `index` (every other command that loads a heavy module
 # needs the index).
-COMMAND_EXTRAS: dict[str, str] = {"mcp": "mcp", "watch": "watch", "publish": "publish"}
+COMMAND_EXTRAS: dict[str, str] = {"mcp": "mcp", "watch": "watch", "publish": "publish", "serve": "serve"}
 
 
 def missing_extra(exc: BaseException, command: str | None = None) -> IndexFault | None:
@@ -175,10 +177,12 @@ def missing_extra(exc: BaseException, command: str | None = None) -> IndexFault 
     any other failure, which stays a bug."""
     name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
     top = (name or "").split(".")[0]
-    owner = next((extra for extra, modules in EXTRA_MODULES.items() if top in modules), None)
+    wanted = COMMAND_EXTRAS.get(command or "", "index")
+    # a module several extras bring (starlette: mcp and serve) belongs to the command's own first
+    owners = [extra for extra, modules in EXTRA_MODULES.items() if top in modules]
+    owner = wanted if wanted in owners else next(iter(owners), None)
     if name is None or owner is None:
         return None
-    wanted = COMMAND_EXTRAS.get(command or "", "index")
     extra = wanted if owner == wanted or owner in EXTRA_INCLUDES.get(wanted, ()) else owner
     install = f"pip install 'obsrepo[{extra}]'"
     from_git = install_from_git(f"obsrepo[{extra}]")  # works before the release is on PyPI (§18)

@@ -10,6 +10,7 @@
     init.py      init
     embed.py     embed info, embed pull
     publish.py   publish (Apache Iceberg tables)
+    serve.py     serve (the inspector, a web view)
 """
 
 from __future__ import annotations

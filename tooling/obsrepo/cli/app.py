@@ -24,7 +24,7 @@ COMMANDS = {
     "history": "entities", "diff": "review", "index": "live", "watch": "live", "mcp": "live",
     "correct": "write", "retract": "write", "relate": "write", "merge": "write",
     "feedback": "steward", "reclassify": "steward", "retention": "steward", "export": "steward",
-    "comprehend": "steward", "comprehensions": "steward", "embed": "embed", "publish": "publish",
+    "comprehend": "steward", "comprehensions": "steward", "embed": "embed", "publish": "publish", "serve": "serve",
 }
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
         Comprehensions,
         Entities,
         Export,
+        Facets,
         Find,
         History,
         Observations,
@@ -61,6 +62,7 @@ _WHERE = {
     "EmbedPull": "embedding",
     "Entities": "reads",
     "Export": "reads",
+    "Facets": "reads",
     "Feedback": "writes",
     "Find": "reads",
     "History": "reads",
@@ -114,7 +116,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "OPERATIONS", "Answer", "Binding", "Ceiling", "Check", "CheckDocument", "Comprehend", "Comprehensions", "Correct",
-    "Destination", "Diff", "EmbedInfo", "EmbedPull", "Entities", "Export", "Feedback", "Find", "History", "Index", "Init",
+    "Destination", "Diff", "EmbedInfo", "EmbedPull", "Entities", "Export", "Facets", "Feedback", "Find", "History", "Index", "Init",
     "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
     "Reclassify", "Relate", "Related",

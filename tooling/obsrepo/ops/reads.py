@@ -476,3 +476,28 @@ def sql(session: Session, request: Sql) -> Rows:
     columns, rows = session.read(lambda con: run_sql(con, request.statement, timeout=request.timeout,
                                                      memory_limit=memory_limit), scoped=False, memory_limit=memory_limit)
     return Rows(columns, rows)
+
+
+@dataclass(frozen=True)
+class Facets:
+    """How many observations a query matches (paging aside) have each type, source, entity
+    type and tenant value: the inspector's search filters (docs/design.md §17)."""
+
+    query: Query
+
+
+class FacetCounts(Answer):
+    """{facets: {type|source|entity_type|org|project|agent|user: [{value, count}]}, total, at_commit}."""
+
+
+@operation("facets", "reads")
+def facets(session: Session, request: Facets) -> FacetCounts:
+    from ..read.facets import facets as count
+
+    engine = filters(request.query)
+    at = session.at(request.query.at)
+    binding = session.binding.narrow(_where(request.query))
+    if binding is None:  # a tenant filter outside the binding: nothing matches
+        return FacetCounts({"facets": {}, "total": 0, "at_commit": at.sha if at else None})
+    return FacetCounts(session.read(lambda scope: count(scope, engine), at, binding, ceiling=Ceiling(request.query.max_classification),
+                                    include_expired=request.query.include_expired))

@@ -97,7 +97,8 @@ def diff(session: Session, request: Diff) -> Review:
     tenant = session.binding.as_dict()
 
     def work(con: Any) -> dict[str, Any]:
-        scopes = [ReadScope(con, session.git, base, tenant), ReadScope(con, session.git, head, tenant)]
+        ceiling = session.ceiling.level  # a server's ceiling (docs/design.md §17) holds for its review page too
+        scopes = [ReadScope(con, session.git, base, tenant, ceiling=ceiling), ReadScope(con, session.git, head, tenant, ceiling=ceiling)]
         try:
             if tenant and request.check:  # the check sees every tenant's documents; the report is filtered
                 scopes.append(ReadScope(con, session.git, head, {}))

@@ -99,8 +99,11 @@ class Session:
     def _reader(self, follow_head: bool = True, **settings: Any) -> Any:
         """A connection to the index at HEAD (read your own commit); `follow_head=False`: the
         index as it is (built at HEAD only when missing or damaged)."""
-        if self._live is not None and follow_head and not any(v for k, v in settings.items() if k != "overlay"):
-            return self._live.lease()  # with a running watcher's overlay attached: the scope decides
+        if self._live is not None and not any(v for k, v in settings.items() if k != "overlay"):
+            # with a running watcher's overlay attached: the scope decides. A read that does not
+            # follow HEAD (a review) takes it too: a second connection of this process could not
+            # open the file with other settings while the kept one holds it.
+            return self._live.lease()
         from ..index import IndexFiles, reader_at_least
         from ..index.freshness import wait_for_watcher
         from ..index.watch_lock import watcher_pid

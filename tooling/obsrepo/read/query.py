@@ -100,12 +100,7 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
     id): the page's records are fetched afterwards, so a query costs the same whatever the
     size of the bodies it skips."""
     request.validate()
-    where, params = _filters(request)
-    if not request.include_retracted:
-        hidden = retracted_rows(scope)
-        if hidden:
-            where += " AND NOT list_contains(?::BIGINT[], o.row_id)"
-            params.append(hidden)
+    where, params = where_matching(scope, request)
     direction = "DESC" if request.order == "desc" else "ASC"
     order = f"timestamp {direction}, id {direction}"
     matching = f"SELECT o.row_id, o.timestamp, o.id FROM visible AS o WHERE {where}"
@@ -159,6 +154,17 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
         observations.append(record)
     return {"observations": observations, "total": len(candidates), "limit": request.limit, "offset": request.offset,
             "at_commit": scope.at_commit, "semantic_coverage": coverage}
+
+
+def where_matching(scope: ReadScope, request: QueryRequest) -> tuple[str, list[Any]]:
+    """The request's filters over `visible AS o` and, unless it includes them, no retracted row."""
+    where, params = _filters(request)
+    if not request.include_retracted:
+        hidden = retracted_rows(scope)
+        if hidden:
+            where += " AND NOT list_contains(?::BIGINT[], o.row_id)"
+            params.append(hidden)
+    return where, params
 
 
 def retracted_rows(scope: ReadScope) -> list[int]:

@@ -1,0 +1,238 @@
+"""`obsrepo serve` (docs/design.md §17): the inspector, asked over HTTP as a browser would.
+
+A real server (`python -m obsrepo serve --port 0`) over a real repository; every page answers,
+every JSON twin equals the command line's JSON for the same question, `?at` pins a commit, a
+bound server answers another tenant's id exactly like a missing one, hostile Markdown stays text,
+and the guard refuses foreign hosts and origins, writes and missing tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from helpers import Repo, obs_id, observation
+
+pytest.importorskip("starlette")
+
+ACME = "company/acme"
+HOSTILE_BODY = ("Call [now](javascript:alert(1)) or [here](JaVaScRiPt:alert(2)) or <https://example.com/ok>.\n\n"
+                "<script>alert(3)</script>\n\n<img src=x onerror=alert(4)>\n\n"
+                '<a href="javascript:alert(5)" onclick="alert(6)">raw</a>')
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+
+
+class Server:
+    """`obsrepo serve ARGS` on a free port of 127.0.0.1 until `close`."""
+
+    def __init__(self, repo: Repo, *args: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "obsrepo", "serve", "--port", "0", *args], cwd=repo.path,
+                                     env={**repo.env, **(env or {})}, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        assert "obsrepo serve: http://" in line, line + self.proc.stderr.read()
+        self.port = int(line.split("http://", 1)[1].split("/")[0].rsplit(":", 1)[1])
+
+    def get(self, path: str, method: str = "GET", headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method, headers=headers or {})
+        try:
+            with OPENER.open(request, timeout=60) as response:
+                return response.status, dict(response.headers), response.read().decode("utf-8")
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), exc.read().decode("utf-8")
+
+    def json(self, path: str, status: int = 200) -> Any:
+        code, headers, body = self.get(path)
+        assert code == status and headers["content-type"].startswith("application/json"), (path, code, body)
+        return json.loads(body)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def cli_json(repo: Repo, *args: str) -> Any:
+    proc = repo.obsrepo(*args, "--format", "json")
+    assert proc.returncode in (0, 1), proc
+    return json.loads(proc.stdout)
+
+
+class Demo:
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.first = observation(obs_id(1), entity=ACME, fields={"name": "Acme", "phone": "123"}, scope=["task/1"],
+                                 tenant={"org": "northwind"}, type="company.seen")
+        self.hostile = observation(obs_id(2), entity=ACME, fields={"note": '"><script>alert(7)</script>'},
+                                   event="<b>bold</b> claim", body=HOSTILE_BODY, tenant={"org": "northwind"})
+        self.other = observation(obs_id(3), entity="company/globex", fields={"name": "Globex"}, tenant={"org": "contoso"})
+        self.secret = observation(obs_id(4), entity="company/secret", fields={"name": "Hidden"}, tenant={"org": "northwind"},
+                                  classification="restricted")
+        repo.add(self.first, self.hostile, self.other, self.secret)
+        self.base = repo.commit("base")
+        self.change = observation(obs_id(5), entity=ACME, fields={"phone": "456"}, specificity=0.5, scope=["task/1"],
+                                  tenant={"org": "northwind"}, type="company.phone", source="agent/web")
+        repo.add(self.change)
+        self.head = repo.commit("phone")
+
+
+@pytest.fixture(scope="module")
+def demo(make_module_repo) -> Demo:
+    return Demo(make_module_repo())
+
+
+@pytest.fixture(scope="module")
+def server(demo: Demo):
+    running = Server(demo.repo)
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="module")
+def bound(demo: Demo):
+    running = Server(demo.repo, "--tenant", "org=northwind", "--max-classification", "internal")
+    yield running
+    running.close()
+
+
+def pages(demo: Demo) -> list[str]:
+    return ["/", "/search", "/search?q=phone&scope=task/1", f"/entity/{ACME}", f"/observation/{demo.first.id}",
+            f"/observation/{demo.hostile.id}", f"/diff/{demo.base}..{demo.head}"]
+
+
+def test_every_page_answers_with_the_security_headers(demo, server):
+    for path in [*pages(demo), "/static/style.css"]:
+        status, headers, body = server.get(path)
+        assert status == 200, (path, body[:500])
+        assert "default-src 'self'" in headers["content-security-policy"] and "'unsafe-inline'" not in \
+            headers["content-security-policy"], path
+        assert headers["x-content-type-options"] == "nosniff" and headers["x-frame-options"] == "DENY", path
+        if path != "/static/style.css":
+            assert headers["content-type"].startswith("text/html") and "<script" not in body.lower(), path
+            assert '<link rel="stylesheet" href="/static/style.css">' in body, path
+    status, headers, body = server.get("/static/style.css")
+    assert "prefers-color-scheme: dark" in body and headers["content-type"].startswith("text/css")
+
+
+def test_the_entity_page_shows_the_snapshot_the_rule_in_words_and_links(demo, server):
+    status, _, body = server.get(f"/entity/{ACME}")
+    assert status == 200
+    assert body.index("Snapshot") < body.index("Challengers") < body.index("Timeline") < body.index("History")
+    assert "more specific (0.5 over 0.0)" in body  # the rule that decided the phone, in words
+    assert f'href="/observation/{demo.change.id}"' in body and "456" in body
+    body = server.get("/search?scope=task/1")[2]  # facets: every match counted, each a link that narrows
+    assert 'href="/search?scope=task%2F1&amp;type=company.phone">company.phone</a> <span class="count">1</span>' in body
+    status, _, body = server.get(f"/diff/{demo.base}..{demo.head}")
+    assert "more specific" in body and f'href="/entity/{ACME}?at={demo.head}"' in body
+
+
+def test_every_json_twin_equals_the_cli_json(demo, server):
+    repo = demo.repo
+    home = server.json("/.json")
+    assert home["entities"] == cli_json(repo, "entities")
+    assert home["recent"] == cli_json(repo, "query", "--limit", "10")
+    assert home["status"]["indexed_commit"] == cli_json(repo, "status")["indexed_commit"] == demo.head
+    assert server.json("/search.json?q=phone&scope=task/1&limit=5") == \
+        cli_json(repo, "query", "--text", "phone", "--scope", "task/1", "--limit", "5")
+    assert server.json("/search.json?type=company.seen&offset=0") == cli_json(repo, "query", "--type", "company.seen")
+    entity = server.json(f"/entity/{ACME}.json")
+    assert entity == {"snapshot": cli_json(repo, "snapshot", ACME, "--explain"),
+                      "relations": cli_json(repo, "relations", ACME),
+                      "timeline": cli_json(repo, "timeline", "--entity", ACME, "--limit", "100"),
+                      "history": cli_json(repo, "history", ACME)}
+    assert server.json(f"/observation/{demo.hostile.id}.json") == cli_json(repo, "show", demo.hostile.id)
+    assert server.json(f"/diff/{demo.base}..{demo.head}.json") == cli_json(repo, "diff", demo.base, demo.head)
+
+
+def test_at_pins_a_commit_and_bad_revisions_are_the_envelope(demo, server):
+    repo = demo.repo
+    then = server.json(f"/entity/{ACME}.json?at={demo.base}")["snapshot"]
+    assert then == cli_json(repo, "snapshot", ACME, "--explain", "--at", demo.base) and then["snapshot"]["phone"] == "123"
+    assert server.json(f"/search.json?at={demo.base}")["at_commit"] == demo.base
+    status, _, body = server.get(f"/entity/{ACME}?at={demo.base}")
+    assert status == 200 and f'href="/observation/{demo.first.id}?at={demo.base}"' in body  # links keep the commit
+    for given, status, code in (("HEAD%5E%7Btree%7D", 400, "VALIDATION_ERROR"), ("", 400, "VALIDATION_ERROR"),
+                                ("no-such-branch", 404, "REF_NOT_FOUND")):
+        error = server.json(f"/entity/{ACME}.json?at={given}", status)["error"]
+        assert (error["code"], error["details"]["parameter"]) == (code, "at"), error
+    error = server.json("/search.json?limit=5000", 400)["error"]
+    assert error["details"]["parameter"] == "limit" and error["message"].startswith("limit")
+    assert server.json("/search.json?offset=x", 400)["error"]["details"]["parameter"] == "offset"
+    assert server.json(f"/diff/{demo.base}.json", 400)["error"]["code"] == "VALIDATION_ERROR"
+    status, headers, body = server.get("/entity/company/nowhere")
+    assert status == 404 and headers["content-type"].startswith("text/html") and "ENTITY_NOT_FOUND" in body
+
+
+def test_a_bound_server_answers_another_tenants_id_exactly_like_a_missing_one(demo, bound):
+    missing_obs = bound.json(f"/observation/{obs_id(99)}.json", 404)["error"]
+    other_obs = bound.json(f"/observation/{demo.other.id}.json", 404)["error"]
+    assert other_obs == json.loads(json.dumps(missing_obs).replace(obs_id(99), demo.other.id))
+    missing = bound.json("/entity/company/nowhere.json", 404)["error"]
+    other = bound.json("/entity/company/globex.json", 404)["error"]
+    assert other == json.loads(json.dumps(missing).replace("company/nowhere", "company/globex"))
+    # above the server's ceiling: the same
+    assert bound.json(f"/observation/{demo.secret.id}.json", 404)["error"]["code"] == missing_obs["code"]
+    # the URL never widens the binding
+    assert bound.json("/search.json?org=contoso")["total"] == 0
+    assert bound.json("/search.json?tenant=org%3Dcontoso")["total"] == bound.json("/search.json")["total"] == 3
+    assert "company/globex" not in bound.get("/")[2] and "Globex" not in bound.get("/search?q=globex")[2]
+
+
+class Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_hostile_markdown_and_values_stay_text(demo, server):
+    for path in (f"/observation/{demo.hostile.id}", f"/entity/{ACME}", "/", "/search?q=bold"):
+        status, _, body = server.get(path)
+        assert status == 200
+        parser = Tags()
+        parser.feed(body)
+        assert not [tag for tag, _ in parser.tags if tag in ("script", "img", "iframe", "b")], path
+        assert not [(tag, attrs) for tag, attrs in parser.tags if any(name.startswith("on") for name in attrs)], path
+        links = [attrs.get("href") or "" for tag, attrs in parser.tags if tag == "a"]
+        assert not [link for link in links if not link.startswith(("/", "http://", "https://", "mailto:"))], (path, links)
+    body = server.get(f"/observation/{demo.hostile.id}")[2]
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in body and "&lt;b&gt;bold&lt;/b&gt; claim" in body
+    assert '<a href="https://example.com/ok">' in body  # an ordinary link still is one
+
+
+def test_the_guard_refuses_foreign_hosts_origins_and_writes(demo, server):
+    assert server.get("/", headers={"Host": "evil.example"})[0] == 421
+    assert server.get("/", headers={"Host": f"localhost:{server.port}"})[0] == 200
+    status, headers, body = server.get("/", headers={"Origin": "http://evil.example"})
+    assert status == 403 and json.loads(body)["error"]["code"] == "VALIDATION_ERROR"
+    assert "default-src 'self'" in headers["content-security-policy"]
+    assert server.get("/", headers={"Origin": f"http://127.0.0.1:{server.port}"})[0] == 200
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        status, headers, _ = server.get("/search", method=method)
+        assert (status, headers.get("allow")) == (405, "GET, HEAD"), method
+    assert server.get("/", method="HEAD")[0] == 200
+
+
+def test_any_other_bind_needs_a_token(demo):
+    proc = demo.repo.obsrepo("serve", "--host", "0.0.0.0", "--port", "0")
+    assert proc.returncode == 2 and "OBSREPO_SERVE_TOKEN" in proc.stderr, proc
+    guarded = Server(demo.repo, "--host", "0.0.0.0", env={"OBSREPO_SERVE_TOKEN": "s3cret"})
+    try:
+        status, headers, _ = guarded.get("/")
+        assert status == 401 and headers["www-authenticate"].startswith("Bearer")
+        assert guarded.get("/", headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert guarded.get("/", headers={"Authorization": "Bearer s3cret"})[0] == 200
+    finally:
+        guarded.close()

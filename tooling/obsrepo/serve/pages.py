@@ -1,0 +1,110 @@
+"""The pages of the inspector (docs/design.md §17): each one question, or a few, asked of the
+door, and the answer as a template's context. The JSON twin of a page is the same answers, each
+equal to the command line's JSON for the same question:
+
+    /                       {status, entities, recent}   status; entities; query --limit 10
+    /search?q=…&scope=…     query --text … --scope … (facets are the page's own)
+    /entity/TYPE/KEY        {snapshot, relations, timeline, history}: snapshot --explain;
+                            relations; timeline --entity --limit 100; history
+    /observation/ID         show
+    /diff/BASE..HEAD        diff BASE HEAD
+
+A page's request fields come from the URL's path and query parameters only; the binding and the
+ceiling are the session's (the server's configuration), never the URL's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import UsageError
+from ..ops import Diff, Entities, Facets, History, Query, Relations, Session, Show, Snapshot, Status, Timeline, run
+
+# request fields by the query parameter (or path part) that carries them
+QUERY_NAMES = {"text": "q", "scopes": "scope", "observation_id": "id", "base": "BASE", "head": "HEAD"}
+TIMELINE_LIMIT = 100
+RECENT = 10
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a page asks: its path's argument and its query parameters (a name may repeat)."""
+
+    argument: str
+    params: Mapping[str, Sequence[str]]
+    at: str | None  # ?at=, else the server's --at
+
+    def one(self, name: str) -> str | None:
+        values = self.params.get(name) or ()
+        return values[-1] if values else None
+
+    def number(self, name: str, default: int) -> int:
+        text = self.one(name)
+        if text is None or text == "":
+            return default
+        if not text.isascii() or not text.lstrip("-").isdigit():
+            raise UsageError(f"{name} must be a whole number, not '{text}'", parameter=name)
+        return int(text)
+
+
+@dataclass(frozen=True)
+class Answer:
+    template: str
+    context: dict[str, Any]  # the template's; `json` is the twin
+    json: dict[str, Any]
+
+
+def home(session: Session, ask: Ask) -> Answer:
+    answers = {"status": run(session, Status()).to_json(),
+               "entities": run(session, Entities(at=ask.at)).to_json(),
+               "recent": run(session, Query(limit=RECENT, at=ask.at)).to_json()}
+    return Answer("home.html", answers, answers)
+
+
+def search_request(ask: Ask) -> Query:
+    def given(name: str) -> str | None:  # an empty field of the search form is no filter
+        return ask.one(name) or None
+
+    return Query(scopes=tuple(s for s in ask.params.get("scope", ()) if s), text=given("q"), type=given("type"),
+                 source=given("source"), entity=given("entity"), after=given("after"), before=given("before"),
+                 org=given("org"), project=given("project"), agent=given("agent"), user=given("user"),
+                 limit=ask.number("limit", 50), offset=ask.number("offset", 0), order=ask.one("order") or "desc", at=ask.at)
+
+
+def search(session: Session, ask: Ask) -> Answer:
+    request = search_request(ask)
+    page = run(session, request).to_json()
+    counts = run(session, Facets(request)).to_json()
+    return Answer("search.html", {"page": page, "facets": counts["facets"], "request": request}, page)
+
+
+def entity(session: Session, ask: Ask) -> Answer:
+    name = ask.argument
+    snapshot = run(session, Snapshot(name, ask.at, explain=True)).to_json()
+    name = snapshot["entity_id"]  # a merged-away entity answers with its survivor
+    answers = {"snapshot": snapshot,
+               "relations": run(session, Relations(name, at=ask.at)).to_json(),
+               "timeline": run(session, Timeline(entity=name, limit=TIMELINE_LIMIT, at=ask.at)).to_json(),
+               "history": run(session, History(name)).to_json()}
+    return Answer("entity.html", answers, answers)
+
+
+def observation(session: Session, ask: Ask) -> Answer:
+    shown = run(session, Show(ask.argument, ask.at)).to_json()
+    return Answer("observation.html", {"shown": shown}, shown)
+
+
+def review(session: Session, ask: Ask) -> Answer:
+    """`BASE..HEAD`, each one commit (docs/design.md §8a); the pair pins the commits, so `?at`
+    changes nothing here."""
+    base, dots, head = ask.argument.partition("..")
+    if not dots or head.startswith("."):
+        raise UsageError(f"a review's path is /diff/BASE..HEAD, not '{ask.argument}'", parameter="range")
+    result = run(session, Diff(base, head)).to_json()
+    return Answer("diff.html", {"review": result}, result)
+
+
+PAGES: dict[str, Callable[[Session, Ask], Answer]] = {"home": home, "search": search, "entity": entity,
+                                                      "observation": observation, "diff": review}
