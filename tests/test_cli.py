@@ -46,7 +46,7 @@ READERS: dict[str, list[str]] = {
 }
 # mcp and watch: servers (tests/test_mcp.py, tests/test_watch.py); the others write or export
 NOT_READERS = {"check", "init", "new", "relate", "merge", "mcp", "watch", "feedback", "reclassify", "comprehend", "export", "embed",
-               "publish"}
+               "publish", "serve"}
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 
