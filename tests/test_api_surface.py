@@ -40,7 +40,11 @@ def test_a_folder_outside_git_is_a_git_error(tmp_path):
 
 
 def test_one_parser_for_tenants_and_pages():
-    from obsrepo.params import binding_from, check_page
+    from obsrepo.ops import Binding
+    from obsrepo.params import check_page
+
+    def binding_from(given, environ=None):
+        return Binding.configured(given, "tenant", environ if environ is not None else {}).as_dict()
 
     assert binding_from("org=a,project=p") == {"org": "a", "project": "p"}
     assert binding_from(None, {}) == {}
