@@ -43,6 +43,7 @@ READERS: dict[str, list[str]] = {
     "status": [],
     "retention": [],
     "comprehensions": [],
+    "recall": [],
 }
 # mcp and watch: servers (tests/test_mcp.py, tests/test_watch.py); the others write or export
 NOT_READERS = {"check", "init", "new", "relate", "merge", "mcp", "watch", "feedback", "reclassify", "comprehend", "export", "embed",

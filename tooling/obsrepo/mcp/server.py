@@ -113,13 +113,37 @@ def build_server(service: Service) -> Any:
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=structured, is_error=is_error)
 
+    from mcp.shared.exceptions import MCPError
+
+    from . import prompts
+
+    listed_prompts = [types.Prompt(name=prompts.PROMPT, title="Recall: the session memory block",
+                                   description=prompts.DESCRIPTION,
+                                   arguments=[types.PromptArgument(name=name, description=about, required=False)
+                                              for name, about in prompts.ARGUMENTS])]
+
+    async def list_prompts(ctx: Any, params: Any) -> Any:
+        return types.ListPromptsResult(prompts=listed_prompts)
+
+    async def get_prompt(ctx: Any, params: Any) -> Any:
+        """The recall tool's Markdown as the session's first (user) message."""
+        if params.name != prompts.PROMPT:
+            raise MCPError(prompts.INVALID_PARAMS, f"unknown prompt '{params.name[:80]}'; the prompt is {prompts.PROMPT}")
+        arguments = prompts.tool_arguments(params.arguments)
+        text, _, is_error = await anyio.to_thread.run_sync(service.answer, "recall", arguments)
+        if is_error:
+            raise MCPError(prompts.INVALID_PARAMS, *prompts.failure_data(text))
+        message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+        return types.GetPromptResult(description=prompts.DESCRIPTION, messages=[message])
+
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         release = version("obsrepo")
     except PackageNotFoundError:  # pragma: no cover - run from a source tree
         release = "0"
-    return Server(NAME, version=release, instructions=instructions(service.tools), on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(NAME, version=release, instructions=instructions(service.tools), on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_prompts=list_prompts, on_get_prompt=get_prompt)
 
 
 def run_stdio(service: Service) -> None:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
         Status,
         Timeline,
     )
+    from .recall import Block, Recall
     from .registry import OPERATIONS, Answer, Operation, run
     from .review import Check, CheckDocument, Diff, Index
     from .session import Session
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
 _WHERE = {
     "Answer": "registry",
     "Binding": "values",
+    "Block": "recall",
     "Ceiling": "values",
     "Check": "review",
     "CheckDocument": "review",
@@ -81,6 +83,7 @@ _WHERE = {
     "Publication": "publication",
     "PublicationRows": "publication",
     "Query": "reads",
+    "Recall": "recall",
     "Reclassify": "writes",
     "Relate": "writes",
     "Related": "reads",
@@ -99,7 +102,7 @@ _WHERE = {
     "init": "adopt",
     "run": "registry",
 }
-_OPERATION_MODULES = ("reads", "review", "writes", "publication", "embedding", "adopt")
+_OPERATION_MODULES = ("reads", "review", "writes", "publication", "embedding", "adopt", "recall")
 
 
 def __getattr__(name: str) -> Any:
@@ -115,11 +118,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "OPERATIONS", "Answer", "Binding", "Ceiling", "Check", "CheckDocument", "Comprehend", "Comprehensions", "Correct",
+    "OPERATIONS", "Answer", "Binding", "Block", "Ceiling", "Check", "CheckDocument", "Comprehend", "Comprehensions", "Correct",
     "Destination", "Diff", "EmbedInfo", "EmbedPull", "Entities", "Export", "Facets", "Feedback", "Find", "History", "Index", "Init",
     "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
-    "Reclassify", "Relate", "Related",
+    "Recall", "Reclassify", "Relate", "Related",
     "Relations", "Retention", "Retract", "Rev", "Session", "Show", "Snapshot", "Sql", "Status", "Timeline", "WorkTree",
     "destination", "init", "run",
 ]

@@ -29,6 +29,7 @@ class QueryRequest:
     after: datetime | None = None
     before: datetime | None = None
     entity: str | None = None
+    entities: tuple[str, ...] = ()  # any of these (recall's named entities and those merged into them)
     max_classification: str | None = None
     text: str | None = None
     include_retracted: bool = False
@@ -85,6 +86,9 @@ def _filters(request: QueryRequest) -> tuple[str, list[Any]]:
     if request.entity is not None:
         clauses.append("o.entity = ?")
         params.append(request.entity)
+    if request.entities:
+        clauses.append("list_contains(?::VARCHAR[], o.entity)")
+        params.append(list(request.entities))
     if request.max_classification is not None:
         clauses.append("o.class_rank <= ?")
         params.append(CLASSIFICATION_RANK[request.max_classification])

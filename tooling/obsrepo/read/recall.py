@@ -1,0 +1,312 @@
+"""The session memory block (docs/design.md §15): what an agent should know, cited and budgeted.
+
+Seed 001's `buildSessionMemoryBlock`, the obsrepo way: from one read scope (one commit, the
+caller's binding and ceiling), in three sections, each in an order that depends on content
+only (never on row ids or the order files were written), so the same commit, inputs and
+embedder give the same bytes:
+
+1. **entities**: the named ones, then those the relevant observations are about (with a text)
+   or those of the scope's observations, most recently observed first; each field of the
+   reduced snapshot with its value and the observation that decided it (a `merge_array`
+   field cites its first contributor);
+2. **beliefs**: the comprehension documents that cite an observation of those entities or a
+   relevant observation, most recently updated first (the scope already hides a belief whose
+   citations a bound caller or a ceiling cannot all read);
+3. **observations**: the most relevant to the text (ranked as `query --text`), else the newest.
+
+Every fact line cites `<observation id>@<commit>`, the commit that added the observation
+(CITE_HEX digits in Markdown, the full sha in JSON). The Markdown is filled section by section
+while it fits `budget` tokens, counted as characters / 4; a section stops at its first item
+that does not fit, and the last line says how many of each were left out. The JSON holds
+exactly the items the Markdown shows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UsageError
+from ..format.reduce import Obs, merge_map, reduce_entity, retracted_ids, survivor
+from ..index.reducer_rows import ROW, as_obs, load_policies, special_rows
+from .query import QueryRequest, retracted_rows, run_query
+from .scope import ReadScope
+
+CHARS_PER_TOKEN = 4
+SHARES = (0.5, 0.2, 0.3)  # of the room: entities, beliefs, observations (what one leaves goes to the next)
+LEGEND = "Each fact cites observation-id@commit: `obsrepo show <id>` shows it."
+CITE_HEX = 12  # a citation's commit in Markdown: git accepts any unique prefix of 7 or more
+MAX_ENTITIES = 40  # entities reduced for one block: more never fit a reasonable budget
+MAX_OBSERVATIONS = 60  # relevant observations fetched for one block
+BELIEF_CITES = 3  # a belief's citations in Markdown (JSON lists every one)
+MAX_VALUE_CHARS = 300  # a field's value in Markdown is cut here (JSON keeps it whole)
+
+
+@dataclass
+class RecallRequest:
+    """The engine's question: `query` carries the scopes, the text and its ranking (semantic)."""
+
+    entities: tuple[str, ...]
+    query: QueryRequest
+    budget: int
+    match: str = "lexical"
+
+
+@dataclass
+class _Item:
+    """One entry of a section: its Markdown lines and its JSON; `cut(n)`, when an entry can be
+    shown in part (an entity with its first n fields)."""
+
+    lines: list[str]
+    data: dict[str, Any]
+    cut: Callable[[int], _Item] | None = None
+
+
+@dataclass
+class _Section:
+    key: str
+    heading: str
+    items: list[_Item]
+    total: int
+    shown: list[_Item] = field(default_factory=list)
+
+
+def recall(scope: ReadScope, request: RecallRequest) -> dict[str, Any]:
+    """{"json": the block's JSON, "markdown": its text}."""
+    special = special_rows(scope.con, "visible")
+    merges = merge_map(special, retracted_ids(special))
+    named = _named(scope, request.entities, merges)
+    if named:
+        request.query.entities = _families(named, merges)
+    relevant = run_query(scope, request.query)
+    ordered, entity_total = _entity_order(scope, request, named, relevant["observations"], merges)
+    reduced = _snapshots(scope, ordered, special, merges)
+    snapshots = [s for s in reduced if s["snapshot"]]  # deleted, or nothing left in view: no facts to cite
+    commits = _commits(scope, {_first(p) for s in snapshots for p in s["provenance"].values()})
+    entities = [_entity_item(s, commits) for s in snapshots]
+    cited = {o.id for o in _rows_of(scope, _families([s["entity_id"] for s in snapshots], merges))}
+    beliefs, belief_total = _beliefs(scope, cited | {o["id"] for o in relevant["observations"]})
+    observations = [_observation_item(o) for o in relevant["observations"]]
+    sections = [
+        _Section("entities", "## Entities", entities, entity_total - (len(reduced) - len(snapshots))),
+        _Section("beliefs", "## Beliefs", beliefs, belief_total),
+        _Section("observations", _observations_heading(request), observations, relevant["total"]),
+    ]
+    return _fit(scope.at_commit, sections, request.budget)
+
+
+# -- which entities ---------------------------------------------------------------------------
+def _named(scope: ReadScope, entities: Iterable[str], merges: dict[str, str]) -> list[str]:
+    """The named entities' survivors, in the order named; one the caller cannot see reads as
+    one that does not exist (ENTITY_NOT_FOUND)."""
+    from .snapshots import snapshot
+
+    found: list[str] = []
+    for entity in entities:
+        target = survivor(entity, merges)
+        if scope.one("SELECT 1 FROM visible WHERE entity IN (SELECT unnest(?::VARCHAR[])) LIMIT 1",
+                     [_families([target], merges)]) is None:
+            snapshot(scope, entity)  # ENTITY_NOT_FOUND, or an entity known only to other commits
+        if target not in found:
+            found.append(target)
+    return found
+
+
+def _families(entities: Iterable[str], merges: dict[str, str]) -> tuple[str, ...]:
+    """The entities and every entity merged into one of them."""
+    wanted = set(entities)
+    return tuple(sorted(wanted | {e for e in merges if survivor(e, merges) in wanted}))
+
+
+def _entity_order(scope: ReadScope, request: RecallRequest, named: list[str], relevant: list[dict[str, Any]],
+                  merges: dict[str, str]) -> tuple[list[str], int]:
+    """The entities of the block in order (at most MAX_ENTITIES) and how many are in scope."""
+    if named:
+        return named[:MAX_ENTITIES], len(named)
+    where, params = ["o.entity IS NOT NULL"], list[Any]()
+    if request.query.scopes:
+        where.append("(" + " OR ".join("list_contains(o.scope, ?)" for _ in request.query.scopes) + ")")
+        params.extend(request.query.scopes)
+    hidden = retracted_rows(scope)
+    if hidden:
+        where.append("NOT list_contains(?::BIGINT[], o.row_id)")
+        params.append(hidden)
+    rows = scope.rows(f"SELECT o.entity, max(o.timestamp) AS latest FROM visible AS o WHERE {' AND '.join(where)} "
+                      "GROUP BY o.entity", params)
+    latest: dict[str, Any] = {}
+    for entity, moment in rows:
+        target = survivor(entity, merges)
+        latest[target] = max(moment, latest.get(target, moment))
+    first = [survivor(o["entity"], merges) for o in relevant if o["entity"] and request.query.text]
+    by_recency = sorted(sorted(latest), key=latest.__getitem__, reverse=True)  # newest first, then by id
+    ordered = list(dict.fromkeys([e for e in first if e in latest] + by_recency))
+    return ordered[:MAX_ENTITIES], len(latest)
+
+
+def _rows_of(scope: ReadScope, family: tuple[str, ...]) -> list[Obs]:
+    if not family:
+        return []
+    return [as_obs(row) for row in scope.rows(f"SELECT {ROW} FROM visible AS o WHERE o.entity IN "
+                                              "(SELECT unnest(?::VARCHAR[]))", [list(family)])]
+
+
+def _snapshots(scope: ReadScope, entities: list[str], special: list[Obs], merges: dict[str, str]) -> list[dict[str, Any]]:
+    """The reduced snapshots of `entities` (one read of their rows), as `snapshot` has them."""
+    rows = _rows_of(scope, _families(entities, merges))
+    by_target: dict[str, dict[str, Obs]] = {e: {} for e in entities}
+    for obs in rows:
+        if obs.entity is not None and survivor(obs.entity, merges) in by_target:
+            by_target[survivor(obs.entity, merges)][obs.id] = obs
+    result = []
+    for entity in entities:
+        candidates = by_target[entity]
+        for extra in special:
+            candidates.setdefault(extra.id, extra)
+        policies = load_policies(scope.git, scope.at_commit, entity.split("/", 1)[0])
+        result.append(reduce_entity(entity, candidates.values(), policies, at_commit=scope.at_commit))
+    return result
+
+
+def _first(provenance: Any) -> str:
+    return str(provenance[0] if isinstance(provenance, list) else provenance)
+
+
+def _commits(scope: ReadScope, ids: set[str]) -> dict[str, str]:
+    """observation id → the commit that added it."""
+    if not ids:
+        return {}
+    return dict(scope.rows('SELECT o.id, o."commit" FROM visible AS o WHERE list_contains(?::VARCHAR[], o.id)',
+                           [sorted(ids)]))
+
+
+# -- the items ----------------------------------------------------------------------------------
+def _cite(observation_id: str, commit: str) -> str:
+    return f"{observation_id}@{commit[:CITE_HEX]}"
+
+
+def _inline(text: str) -> str:
+    """One line of Markdown: every run of white space (line breaks too) is one space."""
+    return " ".join(text.split())
+
+
+def _value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 1] + "…"
+
+
+def _entity_item(snap: dict[str, Any], commits: dict[str, str], keep: int | None = None) -> _Item:
+    """The entity's heading and one line per field (the first `keep` fields by name)."""
+    fields, lines = [], [f"### {snap['entity_id']}"]
+    for name in sorted(snap["snapshot"])[:keep]:
+        observation_id = _first(snap["provenance"][name])
+        commit = commits[observation_id]
+        fields.append({"field": name, "value": snap["snapshot"][name], "observation_id": observation_id, "commit": commit})
+        lines.append(f"- {_inline(json.dumps(name, ensure_ascii=False)[1:-1])}: {_value(snap['snapshot'][name])} "
+                     f"— {_cite(observation_id, commit)}")
+    return _Item(lines, {"entity_id": snap["entity_id"], "fields": fields},
+                 None if keep is not None else lambda n: _entity_item(snap, commits, n))
+
+
+def _beliefs(scope: ReadScope, observation_ids: set[str]) -> tuple[list[_Item], int]:
+    """Beliefs that cite any of `observation_ids`, most recently updated first (at most
+    MAX_ENTITIES), and how many there are; at a commit off the indexed chain, none."""
+    seq = scope.one("SELECT seq FROM commits WHERE sha = ?", [scope.at_commit])
+    if seq is None or not observation_ids:
+        return [], 0
+    clauses = [f"c.added_seq <= {int(seq[0])} AND c.removed_seq > {int(seq[0])}",
+               "list_has_any(c.observations, ?::VARCHAR[])"]
+    if scope.tenant or scope.ceiling is not None:  # as `comprehensions`: every citation readable
+        clauses.append("list_has_all((SELECT list(id) FROM visible), c.observations)")
+    rows = scope.rows(
+        "SELECT c.id, json_extract_string(c.posterior, '$.statement'), json_extract_string(c.posterior, '$.confidence'), "
+        f"c.observations, count(*) OVER () FROM comp_versions AS c WHERE {' AND '.join(clauses)} "
+        "ORDER BY c.updated DESC, c.id LIMIT ?", [sorted(observation_ids), MAX_ENTITIES])
+    commits = _commits(scope, {cited for row in rows for cited in row[3]})
+    items = []
+    for belief_id, statement, confidence, cited, _ in rows:
+        sources = [{"id": c, "commit": commits[c]} for c in cited if c in commits]
+        if not sources:
+            continue
+        citations = ", ".join(_cite(s["id"], s["commit"]) for s in sources[:BELIEF_CITES])
+        if len(sources) > BELIEF_CITES:
+            citations += f" (+{len(sources) - BELIEF_CITES} more)"
+        items.append(_Item([f"- {belief_id} ({confidence}): {_inline(statement)} — {citations}"],
+                           {"id": belief_id, "statement": statement, "confidence": confidence, "observations": sources}))
+    return items, (rows[0][4] if rows else 0)
+
+
+def _observation_item(record: dict[str, Any]) -> _Item:
+    score = record.get("score")
+    scored = "" if score is None else f" (score {score})"
+    return _Item([f"- {_cite(record['id'], record['commit'])} {record['timestamp']} {_inline(record['event'])}{scored}"],
+                 {"id": record["id"], "commit": record["commit"], "event": record["event"], "score": score})
+
+
+def _observations_heading(request: RecallRequest) -> str:
+    if request.query.text:
+        return f"## Observations, most relevant first ({request.match})"
+    return "## Observations, newest first"
+
+
+# -- the budget ---------------------------------------------------------------------------------
+def _footer(counts: dict[str, int], budget: int) -> str:
+    return (f"Left out for the budget of {budget} tokens: {counts['entities']} entities, {counts['beliefs']} beliefs, "
+            f"{counts['observations']} observations.")
+
+
+def _fit(at_commit: str, sections: list[_Section], budget: int) -> dict[str, Any]:
+    """Fill the sections in order while the block fits `budget` tokens: each section may use its
+    SHARES of the room, plus what the sections before it left unused (so entities never crowd
+    out beliefs and observations). Room for the last line is kept with every section's total
+    (what it leaves out is never more)."""
+    room = budget * CHARS_PER_TOKEN
+    header = f"# Recall at {at_commit[:CITE_HEX]}\n{LEGEND}"
+    reserve = len(_footer({s.key: s.total for s in sections}, budget)) + 3  # "\n\n" before it, "\n" after
+    used = len(header) + reserve
+    if used > room:
+        raise UsageError(f"budget {budget} tokens cannot hold this block's header and what it leaves out "
+                         f"({-(-used // CHARS_PER_TOKEN)} tokens)", parameter="budget")
+    blocks, free, limit = [header], room - used, used
+    for section, share in zip(sections, SHARES):
+        limit += int(free * share)  # cumulative: what a section leaves unused goes to the next
+        lines: list[str] = []
+        for whole in section.items:
+            opening = 0 if lines else len(section.heading) + 2  # a section's heading comes with its first entry
+            allowed = min(limit, room) - used - opening
+            # the first entry that does not fit whole is shown in part when it can be; the rest is left out
+            item = whole if _cost(whole) <= allowed else None if lines else _largest_part(whole, allowed)
+            if item is None:
+                break
+            used += opening + _cost(item)
+            lines += ([] if lines else [section.heading]) + item.lines
+            section.shown.append(item)
+            if item is not whole:
+                break
+        if lines:
+            blocks.append("\n".join(lines))
+    left = {s.key: max(s.total - len(s.shown), 0) for s in sections}
+    blocks.append(_footer(left, budget))
+    markdown = "\n\n".join(blocks) + "\n"
+    assert len(markdown) <= room, (len(markdown), room)
+    data = {"at_commit": at_commit, **{s.key: [item.data for item in s.shown] for s in sections}, "omitted": left}
+    return {"json": data, "markdown": markdown}
+
+
+def _cost(item: _Item) -> int:
+    """An entry's characters in the block, each line with its line break."""
+    return sum(len(line) + 1 for line in item.lines)
+
+
+def _largest_part(item: _Item, room: int) -> _Item | None:
+    """The largest part of `item` (at least one line besides its heading) within `room`."""
+    if item.cut is None:
+        return None
+    best = None
+    for keep in range(1, len(item.lines) - 1):
+        part = item.cut(keep)
+        if _cost(part) > room:
+            break
+        best = part
+    return best
