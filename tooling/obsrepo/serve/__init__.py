@@ -1,6 +1,6 @@
 """The inspector (docs/design.md §17): a read-only web view of the reduced truth for people.
 
-    guard.py     method, Origin, Host and bearer token; the security headers
+    guard.py     method, then Origin, Host and bearer token (ops/web.py); the security headers
     app.py       the Starlette routes, the templates, errors as HTTP statuses
     pages.py     each page's questions to the door, and its JSON twin
     words.py     how values, times and the rule that decided read on a page
@@ -13,32 +13,12 @@ runs, never with the package.
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Mapping
 
-from ..errors import EnvironmentFault, UsageError
 from ..ops import Session
+from ..ops.web import bind
 from .guard import Guard, token_for
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (port 0: any free port); an address that cannot be used is an
-    environment error naming it (exit 4)."""
-    try:
-        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise UsageError(f"host {host} does not resolve: {exc.strerror or exc}", parameter="host") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise EnvironmentFault(f"cannot listen on {host}:{port}: {exc.strerror or exc}", host=host, port=port) from None
-    return sock
 
 
 def serve(session: Session, *, host: str, port: int, at: str | None, environ: Mapping[str, str]) -> None:
