@@ -17,7 +17,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from helpers import Repo, obs_id, observation
+from helpers import Repo, comprehension, obs_id, observation
 
 pytest.importorskip("starlette")
 
@@ -72,17 +72,24 @@ class Demo:
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
         self.first = observation(obs_id(1), entity=ACME, fields={"name": "Acme", "phone": "123"}, scope=["task/1"],
-                                 tenant={"org": "northwind"}, type="company.seen")
+                                 tenant={"org": "northwind"}, type="company.seen",
+                                 relations=[{"type": "PART_OF", "target": "company/holding"}])
+        self.holding = observation(obs_id(6), entity="company/holding", fields={"name": "Holding"}, tenant={"org": "northwind"})
         self.hostile = observation(obs_id(2), entity=ACME, fields={"note": '"><script>alert(7)</script>'},
                                    event="<b>bold</b> claim", body=HOSTILE_BODY, tenant={"org": "northwind"})
         self.other = observation(obs_id(3), entity="company/globex", fields={"name": "Globex"}, tenant={"org": "contoso"})
         self.secret = observation(obs_id(4), entity="company/secret", fields={"name": "Hidden"}, tenant={"org": "northwind"},
                                   classification="restricted")
-        repo.add(self.first, self.hostile, self.other, self.secret)
+        self.belief = comprehension("comp-acme", [self.first.id], topic="Acme's phone", statement="Acme answers on 123")
+        repo.add(self.first, self.hostile, self.other, self.secret, self.holding, self.belief)
         self.base = repo.commit("base")
         self.change = observation(obs_id(5), entity=ACME, fields={"phone": "456"}, specificity=0.5, scope=["task/1"],
                                   tenant={"org": "northwind"}, type="company.phone", source="agent/web")
-        repo.add(self.change)
+        revised = comprehension("comp-acme", [self.first.id, obs_id(5)], version=2, topic="Acme's phone",
+                                prior={"statement": "Acme answers on 123", "confidence": "medium", "source": "comp-acme/v1"},
+                                posterior={"statement": "Acme moved to 456", "confidence": "high",
+                                           "update_reasoning": "a more specific reading", "observations_used": [obs_id(5)]})
+        repo.add(self.change, revised)
         self.head = repo.commit("phone")
 
 
@@ -107,7 +114,7 @@ def bound(demo: Demo):
 
 def pages(demo: Demo) -> list[str]:
     return ["/", "/search", "/search?q=phone&scope=task/1", f"/entity/{ACME}", f"/observation/{demo.first.id}",
-            f"/observation/{demo.hostile.id}", f"/diff/{demo.base}..{demo.head}"]
+            f"/observation/{demo.hostile.id}", "/comprehension/comp-acme", f"/diff/{demo.base}..{demo.head}"]
 
 
 def test_every_page_answers_with_the_security_headers(demo, server):
@@ -148,6 +155,7 @@ def test_every_json_twin_equals_the_cli_json(demo, server):
     entity = server.json(f"/entity/{ACME}.json")
     assert entity == {"snapshot": cli_json(repo, "snapshot", ACME, "--explain"),
                       "relations": cli_json(repo, "relations", ACME),
+                      "neighbourhood": cli_json(repo, "related", ACME, "--hops", "2"),
                       "timeline": cli_json(repo, "timeline", "--entity", ACME, "--limit", "100"),
                       "history": cli_json(repo, "history", ACME)}
     assert server.json(f"/observation/{demo.hostile.id}.json") == cli_json(repo, "show", demo.hostile.id)
@@ -184,7 +192,7 @@ def test_a_bound_server_answers_another_tenants_id_exactly_like_a_missing_one(de
     assert bound.json(f"/observation/{demo.secret.id}.json", 404)["error"]["code"] == missing_obs["code"]
     # the URL never widens the binding
     assert bound.json("/search.json?org=contoso")["total"] == 0
-    assert bound.json("/search.json?tenant=org%3Dcontoso")["total"] == bound.json("/search.json")["total"] == 3
+    assert bound.json("/search.json?tenant=org%3Dcontoso")["total"] == bound.json("/search.json")["total"] == 4
     assert "company/globex" not in bound.get("/")[2] and "Globex" not in bound.get("/search?q=globex")[2]
 
 
@@ -236,3 +244,64 @@ def test_any_other_bind_needs_a_token(demo):
         assert guarded.get("/", headers={"Authorization": "Bearer s3cret"})[0] == 200
     finally:
         guarded.close()
+
+
+def test_the_entity_page_shows_the_neighbourhood_and_the_comprehension_page_the_belief(demo, server):
+    body = server.get(f"/entity/{ACME}")[2]
+    assert body.index("Challengers") < body.index("Neighbourhood") < body.index("Timeline")
+    assert '<a class="id" href="/entity/company/holding">company/holding</a>' in body.split("Neighbourhood", 1)[1]
+    status, _, body = server.get("/comprehension/comp-acme")
+    assert status == 200 and "Acme moved to 456" in body and "a more specific reading" in body
+    history = body.split("Confidence history", 1)[1]
+    assert history.index("Acme answers on 123") < history.index("Acme moved to 456")  # version by version
+    assert f'<a class="id" href="/observation/{demo.change.id}">' in body.split("Cited observations", 1)[1]
+    belief = server.json("/comprehension/comp-acme.json")
+    assert [(v["version"], v["confidence"]) for v in belief["history"]] == [(1, "medium"), (2, "high")]
+    assert [(o["id"], o["used"]) for o in belief["observations"]] == [(demo.first.id, False), (demo.change.id, True)]
+    assert server.json(f"/comprehension/comp-acme.json?at={demo.base}")["version"] == 1
+    assert server.json("/comprehension/comp-nowhere.json", 404)["error"]["code"] == "REF_NOT_FOUND"
+    assert f'href="/comprehension/comp-acme?at={demo.head}"' in server.get(f"/diff/{demo.base}..{demo.head}")[2]
+
+
+def test_a_bound_server_hides_a_belief_citing_what_it_cannot_read(demo, make_module_repo):
+    # the demo's belief cites northwind's observations only: a contoso server sees none of it
+    other = Server(demo.repo, "--tenant", "org=contoso")
+    try:
+        missing = other.json("/comprehension/comp-nowhere.json", 404)["error"]
+        hidden = other.json("/comprehension/comp-acme.json", 404)["error"]
+        assert hidden == json.loads(json.dumps(missing).replace("comp-nowhere", "comp-acme"))
+    finally:
+        other.close()
+
+
+def _links(html: str) -> list[str]:
+    parser = Tags()
+    parser.feed(html)
+    return [attrs["href"] or "" for tag, attrs in parser.tags if tag in ("a", "link") and "href" in attrs]
+
+
+def test_the_static_preview_writes_the_review_and_every_touched_page_with_relative_links(demo, tmp_path):
+    out = tmp_path / "preview"
+    proc = demo.repo.obsrepo("serve", "--static", str(out), f"{demo.base}..{demo.head}")
+    assert proc.returncode == 0, proc.stderr
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert written == sorted(["index.html", "style.css", f"entity/{ACME}.html", f"observation/{demo.change.id}.html",
+                              "comprehension/comp-acme.html"])
+    for page in out.rglob("*.html"):
+        html = page.read_text("utf-8")
+        assert "<script" not in html.lower() and "<form" not in html, page
+        for link in _links(html):
+            assert not link.startswith("/"), (page, link)  # relative: works from the file system and an artifact
+            if not link.startswith(("http://", "https://", "mailto:")):
+                assert (page.parent / link).resolve().is_file(), (page, link)
+    review = (out / "index.html").read_text("utf-8")
+    assert f'href="entity/{ACME}.html"' in review and "more specific" in review
+    entity = (out / "entity" / ACME).with_suffix(".html").read_text("utf-8")
+    assert f'href="../../observation/{demo.change.id}.html"' in entity and 'href="../../style.css"' in entity
+    assert f'<span class="id">{demo.first.id}</span>' in entity  # not touched: its id, not a dead link
+    again = demo.repo.obsrepo("serve", "--static", str(out), f"{demo.base}..{demo.head}")
+    assert again.returncode == 0 and not list(out.rglob("*.tmp")), again.stderr  # rewritten whole, nothing left over
+    lone = demo.repo.obsrepo("serve", "--static", str(out))
+    assert lone.returncode == 2 and "BASE..HEAD" in lone.stderr, lone
+    bad = demo.repo.obsrepo("serve", "--static", str(out), "nowhere..HEAD")
+    assert bad.returncode == 3 and "'nowhere' does not exist" in bad.stderr, bad

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with its module (below)
     from .adopt import Init, Initialized, init
+    from .beliefs import Belief, BeliefShown
     from .embedding import EmbedInfo, EmbedPull
     from .publication import Publication, PublicationRows
     from .reads import (
@@ -50,6 +51,8 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
 # dataclasses cost milliseconds to create, on every command).
 _WHERE = {
     "Answer": "registry",
+    "Belief": "beliefs",
+    "BeliefShown": "beliefs",
     "Binding": "values",
     "Block": "recall",
     "Ceiling": "values",
@@ -102,7 +105,7 @@ _WHERE = {
     "init": "adopt",
     "run": "registry",
 }
-_OPERATION_MODULES = ("reads", "review", "writes", "publication", "embedding", "adopt", "recall")
+_OPERATION_MODULES = ("reads", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall")
 
 
 def __getattr__(name: str) -> Any:
@@ -118,7 +121,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "OPERATIONS", "Answer", "Binding", "Block", "Ceiling", "Check", "CheckDocument", "Comprehend", "Comprehensions", "Correct",
+    "OPERATIONS", "Answer", "Belief", "BeliefShown", "Binding", "Block", "Ceiling", "Check", "CheckDocument", "Comprehend",
+    "Comprehensions", "Correct",
     "Destination", "Diff", "EmbedInfo", "EmbedPull", "Entities", "Export", "Facets", "Feedback", "Find", "History", "Index", "Init",
     "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import NotFoundError, UsageError
 from ..format.vocabulary import CONFIDENCES
 from ..params import check_page
 from .scope import ReadScope
@@ -48,3 +48,44 @@ def comprehensions(scope: ReadScope, domain: str | None = None, confidence: str 
                       "statement": posterior["statement"], "observations": list(cited), "path": path})
     total = rows[0][10] if rows else 0
     return {"comprehensions": items, "total": total, "limit": limit, "offset": offset}
+
+
+def belief(scope: ReadScope, comprehension_id: str) -> dict[str, Any]:
+    """One belief as a person reads it (the inspector's comprehension page, docs/design.md §17):
+    the document at the scope's commit, the observations it cites (those it used marked), and
+    its confidence version by version up to that commit. Hidden exactly like a missing one when
+    the caller cannot read every observation it cites."""
+    seq = scope.one("SELECT seq FROM commits WHERE sha = ?", [scope.at_commit])
+    if seq is None:
+        raise UsageError("beliefs are shown at commits of the indexed branch", parameter="at")
+    rows = scope.rows(
+        "SELECT c.version, c.topic, c.domain, c.verified, strftime(c.created, '%Y-%m-%dT%H:%M:%SZ'), "
+        "strftime(c.updated, '%Y-%m-%dT%H:%M:%SZ'), c.prior, c.posterior, c.observations, c.observations_used, c.body, "
+        "c.path, c.\"commit\", c.author, strftime(c.committed_at, '%Y-%m-%dT%H:%M:%SZ'), c.removed_seq > ? "
+        "FROM comp_versions AS c WHERE c.id = ? AND c.added_seq <= ? ORDER BY c.added_seq, c.version",
+        [int(seq[0]), comprehension_id, int(seq[0])])
+    current = rows[-1] if rows and rows[-1][15] else None
+    if current is not None and (scope.tenant or scope.ceiling is not None):
+        seen = scope.one("SELECT count(*) FROM visible WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(current[8])])
+        if seen is None or seen[0] < len(set(current[8])):
+            current = None
+    if current is None:  # a belief the caller may not read reads exactly like one that does not exist
+        raise NotFoundError(f"comprehension '{comprehension_id}' does not exist", code="REF_NOT_FOUND", id=comprehension_id)
+    (version, topic, domain, verified, created, updated, prior, posterior, cited, used, body, path, commit, author,
+     committed_at, _) = current
+    found = {r[0]: r for r in scope.rows(
+        "SELECT id, strftime(timestamp, '%Y-%m-%dT%H:%M:%SZ'), event, entity FROM visible "
+        "WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(cited)])}
+    observations = [{"id": i, "used": i in used, "exists": i in found, "timestamp": found[i][1] if i in found else None,
+                     "event": found[i][2] if i in found else None, "entity": found[i][3] if i in found else None}
+                    for i in cited]
+    history = []
+    for row in rows:
+        then_prior, then_posterior = json.loads(row[6]), json.loads(row[7])
+        history.append({"version": row[0], "prior_confidence": then_prior["confidence"],
+                        "confidence": then_posterior["confidence"], "statement": then_posterior["statement"],
+                        "updated": row[5], "commit": row[12], "author": row[13], "committed_at": row[14]})
+    return {"id": comprehension_id, "topic": topic, "domain": domain, "version": version, "verified": verified,
+            "created": created, "updated": updated, "prior": json.loads(prior), "posterior": json.loads(posterior),
+            "body": body, "path": path, "commit": commit, "author": author, "committed_at": committed_at,
+            "observations": observations, "history": history, "at_commit": scope.at_commit}

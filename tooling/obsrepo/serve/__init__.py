@@ -5,6 +5,8 @@
     pages.py     each page's questions to the door, and its JSON twin
     words.py     how values, times and the rule that decided read on a page
     markdown.py  bodies as HTML with raw HTML off and only http, https and mailto links
+    links.py     where links lead: the server's pages, or the static preview's files
+    preview.py   --static: a change's review and the pages it touches, written as files
 
 An adapter: it imports `obsrepo.ops` and `obsrepo.errors` only (an import-linter contract
 keeps it so). Starlette, Jinja2, markdown-it-py and uvicorn (the serve extra) load when `serve`
@@ -47,3 +49,13 @@ def serve(session: Session, *, host: str, port: int, at: str | None, environ: Ma
                                       lifespan="off")).run(sockets=[sock])
     finally:
         session.close()
+
+
+def preview(session: Session, *, directory: str, given_range: str) -> dict:
+    """Write the static preview of `given_range` into `directory` (preview.py); no server."""
+    import jinja2  # noqa: F401 - the extra's parts the pages need: a missing one is an install hint
+    import markdown_it  # noqa: F401
+
+    from .preview import write_preview
+
+    return write_preview(session, directory, given_range)

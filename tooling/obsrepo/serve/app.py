@@ -18,11 +18,12 @@ from urllib.parse import urlencode
 
 from ..errors import EnvironmentFault, NotFoundError, ObsrepoError, UsageError
 from ..ops import Session
+from .links import Links
 from .pages import PAGES, QUERY_NAMES, Ask
 from .words import FILTERS
 
 HERE = Path(__file__).resolve().parent
-WITH_ARGUMENT = ("entity", "observation", "diff")
+WITH_ARGUMENT = ("entity", "observation", "comprehension", "diff")
 
 
 def status_of(exc: ObsrepoError) -> int:
@@ -73,15 +74,16 @@ def application(session: Session, at: str | None = None) -> Any:
         if as_json:
             return JSONResponse(shown.json)
         twin = (request.url.path.rstrip("/") or "/") + ".json" + (("?" + request.url.query) if request.url.query else "")
-        html = env.get_template(shown.template).render(**shown.context, keep=keep, twin=twin, query=params)
+        html = env.get_template(shown.template).render(**shown.context, keep=keep, links=Links(keep), twin=twin,
+                                                            query=params)
         return HTMLResponse(html)
 
     def failure(exc: ObsrepoError, as_json: bool, keep: str) -> Response:
         status = status_of(exc)
         if as_json:
             return JSONResponse(exc.envelope(), status_code=status)
-        html = env.get_template("error.html").render(error=exc.envelope()["error"], status=status, keep=keep, twin=None,
-                                                     query={})
+        html = env.get_template("error.html").render(error=exc.envelope()["error"], status=status, keep=keep,
+                                                     links=Links(keep), twin=None, query={})
         return HTMLResponse(html, status_code=status)
 
     def style(request: Any) -> Response:
@@ -92,7 +94,8 @@ def application(session: Session, at: str | None = None) -> Any:
 
     routes = [route("/", "home"), route("/.json", "home"), route("/search", "search"), route("/search.json", "search"),
               route("/entity/{name:path}", "entity"), route("/observation/{name:path}", "observation"),
-              route("/diff/{name:path}", "diff"), Route("/static/style.css", style, methods=["GET", "HEAD"])]
+              route("/comprehension/{name:path}", "comprehension"), route("/diff/{name:path}", "diff"),
+              Route("/static/style.css", style, methods=["GET", "HEAD"])]
     app = Starlette(routes=routes)
     app.add_exception_handler(404, partial(_not_a_page, JSONResponse))
     return app

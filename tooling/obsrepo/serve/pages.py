@@ -4,9 +4,11 @@ equal to the command line's JSON for the same question:
 
     /                       {status, entities, recent}   status; entities; query --limit 10
     /search?q=…&scope=…     query --text … --scope … (facets are the page's own)
-    /entity/TYPE/KEY        {snapshot, relations, timeline, history}: snapshot --explain;
-                            relations; timeline --entity --limit 100; history
+    /entity/TYPE/KEY        {snapshot, relations, neighbourhood, timeline, history}: snapshot
+                            --explain; relations; related --hops 2; timeline --entity
+                            --limit 100; history
     /observation/ID         show
+    /comprehension/ID       the belief operation: the document, its citations, its versions
     /diff/BASE..HEAD        diff BASE HEAD
 
 A page's request fields come from the URL's path and query parameters only; the binding and the
@@ -20,12 +22,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ..ops import Diff, Entities, Facets, History, Query, Relations, Session, Show, Snapshot, Status, Timeline, run
+from ..ops import (
+    Belief,
+    Diff,
+    Entities,
+    Facets,
+    History,
+    Query,
+    Related,
+    Relations,
+    Session,
+    Show,
+    Snapshot,
+    Status,
+    Timeline,
+    run,
+)
 
 # request fields by the query parameter (or path part) that carries them
-QUERY_NAMES = {"text": "q", "scopes": "scope", "observation_id": "id", "base": "BASE", "head": "HEAD"}
+QUERY_NAMES = {"text": "q", "scopes": "scope", "observation_id": "id", "comprehension_id": "id", "base": "BASE",
+               "head": "HEAD"}
 TIMELINE_LIMIT = 100
 RECENT = 10
+NEIGHBOURHOOD_HOPS = 2
+NEIGHBOURS_SHOWN = 24  # the page's cap; the JSON twin has them all
 
 
 @dataclass(frozen=True)
@@ -86,14 +106,20 @@ def entity(session: Session, ask: Ask) -> Answer:
     name = snapshot["entity_id"]  # a merged-away entity answers with its survivor
     answers = {"snapshot": snapshot,
                "relations": run(session, Relations(name, at=ask.at)).to_json(),
+               "neighbourhood": run(session, Related(name, hops=NEIGHBOURHOOD_HOPS, at=ask.at)).to_json(),
                "timeline": run(session, Timeline(entity=name, limit=TIMELINE_LIMIT, at=ask.at)).to_json(),
                "history": run(session, History(name)).to_json()}
-    return Answer("entity.html", answers, answers)
+    return Answer("entity.html", {**answers, "shown_neighbours": NEIGHBOURS_SHOWN}, answers)
 
 
 def observation(session: Session, ask: Ask) -> Answer:
     shown = run(session, Show(ask.argument, ask.at)).to_json()
     return Answer("observation.html", {"shown": shown}, shown)
+
+
+def comprehension(session: Session, ask: Ask) -> Answer:
+    shown = run(session, Belief(ask.argument, ask.at)).to_json()
+    return Answer("comprehension.html", {"belief": shown}, shown)
 
 
 def review(session: Session, ask: Ask) -> Answer:
@@ -107,4 +133,5 @@ def review(session: Session, ask: Ask) -> Answer:
 
 
 PAGES: dict[str, Callable[[Session, Ask], Answer]] = {"home": home, "search": search, "entity": entity,
-                                                      "observation": observation, "diff": review}
+                                                      "observation": observation, "comprehension": comprehension,
+                                                      "diff": review}

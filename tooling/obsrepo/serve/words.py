@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from markupsafe import Markup
 
+from .links import path
 from .markdown import render
 
 POLICIES = {
@@ -66,11 +67,6 @@ def rule_words(rule: str | None) -> str:
 def markdown(body: str) -> Markup:
     """The body's HTML: safe to insert, since raw HTML in it is escaped (markdown.py)."""
     return Markup(render(body))
-
-
-def path(text: str) -> str:
-    """A path segment kept readable (`company/acme` stays), everything else percent-encoded."""
-    return quote(text, safe="/:@")
 
 
 def facet_link(query: Mapping[str, list[str]], name: str, chosen: str) -> str:

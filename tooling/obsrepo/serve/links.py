@@ -1,0 +1,84 @@
+"""Where a page's links lead: to the server's pages (absolute paths that keep `?at=`), or, in
+the static preview, to the files written beside the page (relative paths, so the pages work
+opened from the file system and from a downloaded artifact; an id whose page was not written
+stays text).
+
+Templates call `links.id(kind, name)` for every id they show: one place decides whether it is a
+link, and where to."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from urllib.parse import quote, urlencode
+
+from markupsafe import Markup
+
+
+def path(text: str) -> str:
+    """A path segment kept readable (`company/acme` stays), everything else percent-encoded."""
+    return quote(text, safe="/:@")
+
+
+class Links:
+    """The server's links: `/KIND/NAME`, keeping the page's `?at=` (or pinning `at`)."""
+
+    searchable = True
+    style = "/static/style.css"
+
+    def __init__(self, keep: str = "") -> None:
+        self.keep = keep  # "?at=…" when the page was asked with one
+
+    @property
+    def home(self) -> str:
+        return "/" + self.keep
+
+    def href(self, kind: str, name: str, at: str | None = None) -> str | None:
+        return f"/{kind}/{path(name)}" + ("?" + urlencode({"at": at}) if at else self.keep)
+
+    def id(self, kind: str, name: str | list[str] | None, at: str | None = None) -> Markup:
+        """The id, monospaced, a link to its page where there is one (several ids: each, by a
+        space: a merged array's field has every observation that gave it a value)."""
+        if isinstance(name, list):
+            return Markup(" ").join(self.id(kind, one, at) for one in name)
+        if not name:
+            return Markup("")
+        target = self.href(kind, name, at)
+        if target is None:
+            return self.plain(name)
+        return Markup('<a class="id" href="{}">{}</a>').format(target, name)
+
+
+    @staticmethod
+    def plain(name: str) -> Markup:
+        """The id, monospaced, no link (a page that does not exist: a deleted belief, say)."""
+        return Markup('<span class="id">{}</span>').format(name)
+
+
+class FileLinks(Links):
+    """The static preview's links, relative from a page `depth` folders below the preview's root,
+    to the pages `written` ((kind, name) pairs): `entity/company/acme.html`."""
+
+    searchable = False
+
+    def __init__(self, depth: int, written: Collection[tuple[str, str]]) -> None:
+        super().__init__("")
+        self.up = "../" * depth
+        self.written = written
+        self.style = self.up + "style.css"
+
+    @property
+    def home(self) -> str:
+        return self.up + "index.html"
+
+    def href(self, kind: str, name: str, at: str | None = None) -> str | None:
+        if (kind, name) not in self.written:
+            return None
+        return self.up + file_name(kind, name)
+
+
+def file_name(kind: str, name: str) -> str:
+    """The page's file below the preview's root: the URL's path, with `.html`. Names are ids and
+    entity ids (`company/acme`), whose characters are safe in a path; anything else is
+    percent-encoded, so no name leaves the folder."""
+    return f"{kind}/{quote(name, safe='/:@').replace('..', '%2E%2E')}.html"
+
