@@ -81,11 +81,14 @@ class PublicationRows:
     seqs: tuple[int, ...] = ()
     tables: dict[str, Any] = field(default_factory=dict)  # table → Arrow table, in TABLES order
     rebased: str | None = None
+    # withheld at the head (expired, or raised above the ceiling): their rows leave every seq
+    erased: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"repo": self.repo, "rev": self.rev, "status": self.status, "commits": len(self.seqs),
                 "first_seq": self.seqs[0] if self.seqs else None, "last_seq": self.seqs[-1] if self.seqs else None,
-                "rows": {name: table.num_rows for name, table in self.tables.items()}, "rebased": self.rebased}
+                "rows": {name: table.num_rows for name, table in self.tables.items()}, "rebased": self.rebased,
+                "erased": list(self.erased)}
 
 
 @operation("publication", "reads")
@@ -121,13 +124,14 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     parts: dict[str, list[Any]] = {name: [] for name in TABLES}
     parents = {c.sha: (chain[i - 1].sha if i else None) for i, c in enumerate(chain)}
     published_at = datetime.now(timezone.utc).replace(tzinfo=None)
-    seqs = []
+    seqs, withheld = [], set()
     for offset, commit in enumerate(new):
         seq = decided.first_seq + offset
         scope.move_to(commit.sha)
         after = read.state(scope)
         reason_gone = read.REBASED if decided.rebased and offset == 0 else read.WITHHELD
         gone = {i: read.RETRACTED if i in after.retracted else reason_gone for i in before.ids - after.ids}
+        withheld.update(i for i, reason in gone.items() if reason == read.WITHHELD)
         changed = {e: s for e, s in after.entities.items() if before.entities.get(e) != s}
         changed.update({e: ("{}", "{}", True, None) for e in before.entities.keys() - after.entities.keys()})
         for name, table in read.additions(scope, repo, seq, after.ids - before.ids).items():
@@ -137,8 +141,9 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
         parts["commits"].append(_commit_row(repo, seq, commit, parents[commit.sha], published_at))
         seqs.append(seq)
         before = after
-    return PublicationRows(repo, rev, "publish", tuple(seqs), {name: _concat(tables) for name, tables in parts.items()},
-                           decided.rebased)
+    erased = withheld - before.ids
+    tables = {name: _without(name, _concat(tables), erased) for name, tables in parts.items()}
+    return PublicationRows(repo, rev, "publish", tuple(seqs), tables, decided.rebased, tuple(sorted(erased)))
 
 
 def _commit_row(repo: str, seq: int, commit: Any, parent: str | None, published_at: datetime) -> Any:
@@ -151,6 +156,27 @@ def _commit_row(repo: str, seq: int, commit: Any, parent: str | None, published_
         schema=pa.schema([("repo", pa.string()), ("seq", pa.int32()), ("sha", pa.string()), ("parent", pa.string()),
                           ("committed_at", pa.timestamp("us")), ("author", pa.string()),
                           ("published_at", pa.timestamp("us"))]))
+
+
+def cites(provenance: str, ids: set[str] | tuple[str, ...]) -> bool:
+    """Whether a published provenance (JSON text) names one of `ids`: its snapshot holds what
+    they said."""
+    return any(f'"{i}"' in provenance for i in ids)
+
+
+def _without(name: str, table: Any, erased: set[str]) -> Any:
+    """`table` without the rows of the erased observations, and without the snapshots they
+    decided: what leaves at the head leaves the rows this publish appends too."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not erased or name in ("commits", "observation_removals") or not table.num_rows:
+        return table
+    if name == "entity_snapshots":
+        keep = [not cites(text, erased) for text in table.column("provenance").to_pylist()]
+        return table.filter(pa.array(keep, pa.bool_()))
+    column = "observation_id" if name == "relations" else "id"
+    return table.filter(pc.invert(pc.is_in(table.column(column), pa.array(sorted(erased), pa.string()))))
 
 
 def _concat(tables: list[Any]) -> Any:

@@ -7,6 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import PublishFault
+from ..ops.publication import cites
+
+# the column that says at which seq a table's row appeared
+SEQ_COLUMN = {"observations": "added_seq", "observation_removals": "removed_seq", "observation_fields": "added_seq",
+              "relations": "added_seq", "entity_snapshots": "from_seq", "commits": "seq"}
 
 # recorded on every table: a publish with another binding or ceiling into the namespace is refused
 TENANT_PROPERTY, CEILING_PROPERTY = "obsrepo.tenant", "obsrepo.max-classification"
@@ -67,3 +72,40 @@ def check_settings(catalog: Any, namespace: str, tables: tuple[str, ...], settin
                 raise PublishFault(f"namespace {namespace} holds tables published with {key}={held!r}, not {wanted!r}: "
                                    "publish into another namespace", parameter="namespace", namespace=namespace,
                                    property=key, held=held, wanted=wanted)
+
+
+def gone_rows(table: Any, name: str, repo: str, head: int, erased: tuple[str, ...]) -> Any:
+    """The predicate of the rows of `repo` that leave `table` before this publish appends, or
+    None: those a publication stopped half way left above the published head `head`, and
+    those of the `erased` observations (a snapshot: one whose provenance cites them)."""
+    from pyiceberg.expressions import And, EqualTo, GreaterThan, In, Or
+
+    mine = EqualTo("repo", repo)
+    parts = []
+    if _stopped_above(table, repo, head):
+        parts.append(GreaterThan(SEQ_COLUMN[name], head))
+    if erased and name == "entity_snapshots":
+        parts.extend(And(EqualTo("entity_id", e), EqualTo("from_seq", s)) for e, s in _citing(table, mine, erased))
+    elif erased and name in ("observations", "observation_fields", "relations"):
+        parts.append(In("observation_id" if name == "relations" else "id", erased))
+    if not parts:
+        return None
+    either = parts[0]
+    for part in parts[1:]:
+        either = Or(either, part)
+    return And(mine, either)
+
+
+def _stopped_above(table: Any, repo: str, head: int) -> bool:
+    """Whether the last snapshot `repo` made of `table` is above its published head: the rows
+    of a publication stopped before `commits` was appended."""
+    for snapshot in reversed(table.snapshots()):  # the metadata's log, oldest first
+        summary = snapshot.summary
+        if summary is not None and summary.additional_properties.get("obsrepo.repo") == repo:
+            return int(summary.additional_properties.get("obsrepo.seq", 0)) > head
+    return False
+
+
+def _citing(table: Any, mine: Any, erased: tuple[str, ...]) -> list[tuple[str, int]]:
+    rows = table.scan(row_filter=mine, selected_fields=("entity_id", "from_seq", "provenance")).to_arrow().to_pylist()
+    return [(row["entity_id"], row["from_seq"]) for row in rows if cites(row["provenance"], erased)]

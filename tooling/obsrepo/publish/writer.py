@@ -2,16 +2,35 @@
 then append them, the data tables first and `commits` last, one Iceberg snapshot on every
 table (an empty append where a table gets no rows) with `obsrepo.git-commit` in its summary
 and a tag `git-<sha>`. A reader that filters on `seq <= max(commits.seq)` never sees half a
-publication."""
+publication.
+
+Two kinds of rows leave in the same transaction as a data table's append (so a publish stopped
+half way cannot lose them): the rows a stopped publication left above `max(commits.seq)`
+(found from the snapshots' `obsrepo.seq`), and the rows of the observations withheld at the
+head (`erased`: expired, or raised above the ceiling) with the snapshots they decided. Both
+are Iceberg row deletes by predicate: the stopped publication's rows are whole files of their
+own, so dropping them rewrites nothing, and an erased observation's rows are rewritten out of
+the few files that hold them (copy-on-write, readable by every engine that reads v2 tables).
+Overwriting the tables instead would rewrite every row of every repository in the namespace."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from ..ops import Publication, Session, run
 from ..ops.publication import TABLES
-from .catalog import CEILING_PROPERTY, TENANT_PROPERTY, check_settings, identifier, open_catalog, published_commits, table_or_none
+from .catalog import (
+    CEILING_PROPERTY,
+    TENANT_PROPERTY,
+    check_settings,
+    gone_rows,
+    identifier,
+    open_catalog,
+    published_commits,
+    table_or_none,
+)
 
 DEFAULT_NAMESPACE = "obsrepo"
 
@@ -43,16 +62,28 @@ def publish(session: Session, catalog_name: str, namespace: str = DEFAULT_NAMESP
     if rows.status == "publish":
         catalog.create_namespace_if_not_exists(namespace)
         summary = {"obsrepo.git-commit": rows.rev, "obsrepo.repo": rows.repo, "obsrepo.seq": str(rows.seqs[-1])}
+        head = request.published.get(rows.repo, ((0, ""),))[-1][0]
         for name in TABLES:
-            _append(catalog, namespace, name, rows.tables[name], summary, settings)
+            _append(catalog, namespace, name, rows, head, summary, settings)
     return Published(catalog_name, namespace, rows.to_json())
 
 
-def _append(catalog: Any, namespace: str, name: str, data: Any, summary: dict[str, str], settings: dict[str, str]) -> None:
+def _append(catalog: Any, namespace: str, name: str, rows: Any, head: int, summary: dict[str, str],
+            settings: dict[str, str]) -> None:
+    data = rows.tables[name]
     table = table_or_none(catalog, namespace, name)
     if table is None:
         table = catalog.create_table(identifier(namespace, name), schema=data.schema, properties=settings)
-    table.append(data, snapshot_properties=summary)
-    tag = f"git-{summary['obsrepo.git-commit']}"
-    if tag not in table.metadata.refs:
-        table.manage_snapshots().create_tag(table.current_snapshot().snapshot_id, tag).commit()
+    leaving = gone_rows(table, name, rows.repo, head, rows.erased)
+    with table.transaction() as transaction, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an erased observation this publish alone held matches no row: not news
+        if leaving is not None and table.current_snapshot() is not None:
+            transaction.delete(leaving, snapshot_properties=summary)
+        transaction.append(data, snapshot_properties=summary)
+    tag, snapshot = f"git-{summary['obsrepo.git-commit']}", table.current_snapshot().snapshot_id
+    held = table.metadata.refs.get(tag)
+    if held is None:
+        table.manage_snapshots().create_tag(snapshot, tag).commit()
+    elif held.snapshot_id != snapshot:  # left pointing into a publication stopped half way
+        table.manage_snapshots().remove_tag(tag).commit()
+        table.manage_snapshots().create_tag(snapshot, tag).commit()

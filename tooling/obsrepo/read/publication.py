@@ -76,7 +76,8 @@ def additions(scope: ReadScope, repo: str, seq: int, ids: set[str]) -> dict[str,
         "observations": _arrow(scope, f"SELECT {head}, {OBSERVATION}, {seq}::INTEGER AS added_seq FROM visible AS o "
                                       f"WHERE {chosen} ORDER BY o.id"),
         "observation_fields": _arrow(scope, f"SELECT {head}, o.id, o.entity AS entity_id, f.key AS field, "
-                                            "f.value::VARCHAR AS value_json FROM visible AS o, json_each(o.fields) AS f "
+                                            f"f.value::VARCHAR AS value_json, {seq}::INTEGER AS added_seq "
+                                            "FROM visible AS o, json_each(o.fields) AS f "
                                             f"WHERE o.fields IS NOT NULL AND {chosen} ORDER BY o.id, f.key"),
         "relations": _arrow(scope, f"SELECT {head}, o.id AS observation_id, o.r.type AS type, o.entity AS source_entity_id, "
                                    f"o.r.target AS target_entity_id, {seq}::INTEGER AS added_seq FROM "
