@@ -124,7 +124,7 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     parts: dict[str, list[Any]] = {name: [] for name in TABLES}
     parents = {c.sha: (chain[i - 1].sha if i else None) for i, c in enumerate(chain)}
     published_at = datetime.now(timezone.utc).replace(tzinfo=None)
-    seqs, withheld = [], set()
+    seqs, withheld = [], set[str]()
     for offset, commit in enumerate(new):
         seq = decided.first_seq + offset
         scope.move_to(commit.sha)

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..errors import PublishFault
@@ -78,22 +79,21 @@ def gone_rows(table: Any, name: str, repo: str, head: int, erased: tuple[str, ..
     """The predicate of the rows of `repo` that leave `table` before this publish appends, or
     None: those a publication stopped half way left above the published head `head`, and
     those of the `erased` observations (a snapshot: one whose provenance cites them)."""
-    from pyiceberg.expressions import And, EqualTo, GreaterThan, In, Or
+    import pyiceberg.expressions
 
-    mine = EqualTo("repo", repo)
-    parts = []
+    where: Any = pyiceberg.expressions  # pydantic models whose constructors mypy does not read
+    mine = where.EqualTo("repo", repo)
+    parts: list[Any] = []
     if _stopped_above(table, repo, head):
-        parts.append(GreaterThan(SEQ_COLUMN[name], head))
+        parts.append(where.GreaterThan(SEQ_COLUMN[name], head))
     if erased and name == "entity_snapshots":
-        parts.extend(And(EqualTo("entity_id", e), EqualTo("from_seq", s)) for e, s in _citing(table, mine, erased))
+        parts.extend(where.And(where.EqualTo("entity_id", e), where.EqualTo("from_seq", s))
+                     for e, s in _citing(table, mine, erased))
     elif erased and name in ("observations", "observation_fields", "relations"):
-        parts.append(In("observation_id" if name == "relations" else "id", erased))
+        parts.append(where.In("observation_id" if name == "relations" else "id", erased))
     if not parts:
         return None
-    either = parts[0]
-    for part in parts[1:]:
-        either = Or(either, part)
-    return And(mine, either)
+    return where.And(mine, functools.reduce(where.Or, parts))
 
 
 def _stopped_above(table: Any, repo: str, head: int) -> bool:
