@@ -79,7 +79,10 @@ def test_the_workflow_and_the_hook_configuration_satisfy_their_schemas(repo):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     steps = yaml.safe_load(workflow.read_text(encoding="utf-8"))["jobs"]["check"]["steps"]
     action = next(s for s in steps if s["uses"].startswith("obsrepo/"))
-    assert action == {"uses": f"obsrepo/obsrepo@v{VERSION}", "with": {"review": "true"}}  # the review in the job summary
+    # the review in the job summary, the inspector's preview as an artifact
+    assert action == {"uses": f"obsrepo/obsrepo@v{VERSION}", "with": {"review": "true", "preview": "true"}}
+    inputs = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"]
+    assert set(action["with"]) <= set(inputs)  # every input the workflow gives, the Action takes
     assert steps[0]["with"]["fetch-depth"] == 0  # immutability needs the base's history
     from pre_commit import clientlib
 

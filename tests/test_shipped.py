@@ -96,11 +96,25 @@ def test_the_action_installs_only_what_check_needs():
     installs = [s for s in steps if "pip install" in s.get("run", "")]
     assert installs[0]["run"] == 'python -m pip install --quiet "${{ github.action_path }}"'
     check = next(i for i, s in enumerate(steps) if "obsrepo check" in s.get("run", ""))
-    # the index extra only for the review, after the check, and only when asked
-    for later in installs[1:]:
-        assert steps.index(later) > check and "inputs.review" in later["if"]
+    # the index extra only for the review, the serve extra only for the preview: after the check, only when asked
+    for later, extra in zip(installs[1:], ("index", "serve")):
+        assert steps.index(later) > check and f"[{extra}]" in later["run"]
+        assert f"inputs.{'review' if extra == 'index' else 'preview'} == 'true'" in later["if"]
     review = next(s for s in steps if "obsrepo diff" in s.get("run", ""))
     assert "GITHUB_STEP_SUMMARY" in review["run"] and action["outputs"]["diff-json"]["value"] == "${{ steps.review.outputs.json }}"
+
+
+def test_the_action_uploads_the_static_preview_beside_the_summary():
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    steps = action["runs"]["steps"]
+    assert action["inputs"]["preview"]["default"] == "false"  # the serve extra only for those who ask
+    preview = next(s for s in steps if s.get("id") == "preview")
+    assert 'obsrepo serve --static "$out" "$BASE..$(git rev-parse HEAD)"' in preview["run"]
+    assert "GITHUB_STEP_SUMMARY" in preview["run"] and "dir=$out" in preview["run"]
+    upload = steps[steps.index(preview) + 1]
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert upload["with"]["path"] == "${{ steps.preview.outputs.dir }}" and "steps.preview.outputs.dir" in upload["if"]
+    assert action["outputs"]["preview-dir"]["value"] == "${{ steps.preview.outputs.dir }}"
 
 
 def _run_hooks(repo, files: list[str]) -> list[tuple]:
