@@ -22,6 +22,8 @@ import os
 import re
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -290,3 +292,47 @@ def fingerprint(repo: Repo, *moving: str) -> dict[str, object]:
             if line.split()[0] not in {f"refs/heads/{branch}" for branch in moving}]
     return {"HEAD": (repo.path / ".git" / "HEAD").read_bytes(), "refs": refs, "files": files,
             "index": (repo.path / ".git" / "index").read_bytes(), "status": repo.git("status", "--porcelain")}
+
+
+# --- servers: the inspector, the MCP server over HTTP --------------------------------------
+
+def stop(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """End a process the test started: SIGTERM, then SIGKILL when it does not end in `timeout` s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
+
+
+class Server:
+    """`obsrepo serve ARGS` on a free port of 127.0.0.1 until `close`."""
+
+    def __init__(self, repo: Repo, *args: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "obsrepo", "serve", "--port", "0", *args], cwd=repo.path,
+                                     env={**repo.env, **(env or {})}, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        assert "obsrepo serve: http://" in line, line + self.proc.stderr.read()
+        self.port = int(line.split("http://", 1)[1].split("/")[0].rsplit(":", 1)[1])
+
+    def get(self, path: str, method: str = "GET", headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method, headers=headers or {})
+        try:
+            with OPENER.open(request, timeout=60) as response:
+                return response.status, dict(response.headers), response.read().decode("utf-8")
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), exc.read().decode("utf-8")
+
+    def json(self, path: str, status: int = 200) -> Any:
+        code, headers, body = self.get(path)
+        assert code == status and headers["content-type"].startswith("application/json"), (path, code, body)
+        return json.loads(body)
+
+    def close(self) -> None:
+        stop(self.proc)

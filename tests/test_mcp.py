@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import Repo, observation
+from helpers import Repo, observation, stop
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -389,12 +389,7 @@ class HttpServer:
         self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
 
     def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop(self.proc)
 
 
 def raw_post(url: str, headers: dict[str, str]) -> tuple[int, bytes]:

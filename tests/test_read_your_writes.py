@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from helpers import Repo, obs_id, observation
+from helpers import Repo, obs_id, observation, stop
 from obsrepo import Repository
 from obsrepo.read.query import QueryRequest
 from test_mcp import call, stdio_session
@@ -45,12 +45,7 @@ def _start_watcher(repo: Repo, index: str) -> subprocess.Popen:
 
 def _stop(watcher: subprocess.Popen) -> None:
     """SIGTERM, and SIGKILL if a loaded machine keeps it from ending within a minute."""
-    watcher.terminate()
-    try:
-        watcher.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        watcher.kill()
-        watcher.wait()
+    stop(watcher, timeout=60)
 
 
 def _commit(repo: Repo, round_: int) -> str:

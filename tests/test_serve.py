@@ -9,15 +9,11 @@ and the guard refuses foreign hosts and origins, writes and missing tokens.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import urllib.error
-import urllib.request
 from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from helpers import Repo, comprehension, obs_id, observation
+from helpers import Repo, Server, comprehension, obs_id, observation
 
 pytest.importorskip("starlette")
 
@@ -25,41 +21,6 @@ ACME = "company/acme"
 HOSTILE_BODY = ("Call [now](javascript:alert(1)) or [here](JaVaScRiPt:alert(2)) or <https://example.com/ok>.\n\n"
                 "<script>alert(3)</script>\n\n<img src=x onerror=alert(4)>\n\n"
                 '<a href="javascript:alert(5)" onclick="alert(6)">raw</a>')
-OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never through a proxy
-
-
-class Server:
-    """`obsrepo serve ARGS` on a free port of 127.0.0.1 until `close`."""
-
-    def __init__(self, repo: Repo, *args: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "obsrepo", "serve", "--port", "0", *args], cwd=repo.path,
-                                     env={**repo.env, **(env or {})}, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        assert self.proc.stderr is not None
-        line = self.proc.stderr.readline()
-        assert "obsrepo serve: http://" in line, line + self.proc.stderr.read()
-        self.port = int(line.split("http://", 1)[1].split("/")[0].rsplit(":", 1)[1])
-
-    def get(self, path: str, method: str = "GET", headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method, headers=headers or {})
-        try:
-            with OPENER.open(request, timeout=60) as response:
-                return response.status, dict(response.headers), response.read().decode("utf-8")
-        except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers), exc.read().decode("utf-8")
-
-    def json(self, path: str, status: int = 200) -> Any:
-        code, headers, body = self.get(path)
-        assert code == status and headers["content-type"].startswith("application/json"), (path, code, body)
-        return json.loads(body)
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def cli_json(repo: Repo, *args: str) -> Any:
@@ -285,7 +246,7 @@ def test_the_static_preview_writes_the_review_and_every_touched_page_with_relati
     proc = demo.repo.obsrepo("serve", "--static", str(out), f"{demo.base}..{demo.head}")
     assert proc.returncode == 0, proc.stderr
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert written == sorted(["index.html", "style.css", f"entity/{ACME}.html", f"observation/{demo.change.id}.html",
+    assert written == sorted(["index.html", "style.css", "icon.svg", f"entity/{ACME}.html", f"observation/{demo.change.id}.html",
                               "comprehension/comp-acme.html"])
     for page in out.rglob("*.html"):
         html = page.read_text("utf-8")

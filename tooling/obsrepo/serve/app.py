@@ -86,8 +86,9 @@ def application(session: Session, at: str | None = None) -> Any:
                                                      links=Links(keep), twin=None, query={})
         return HTMLResponse(html, status_code=status)
 
-    def style(request: Any) -> Response:
-        return FileResponse(HERE / "static" / "style.css", media_type="text/css")
+    def asset(name: str, media_type: str) -> Route:
+        return Route(f"/static/{name}", lambda request: FileResponse(HERE / "static" / name, media_type=media_type),
+                     methods=["GET", "HEAD"])
 
     def route(path: str, page: str) -> Route:
         return Route(path, lambda request: answer(page, request), methods=["GET", "HEAD"])
@@ -95,7 +96,10 @@ def application(session: Session, at: str | None = None) -> Any:
     routes = [route("/", "home"), route("/.json", "home"), route("/search", "search"), route("/search.json", "search"),
               route("/entity/{name:path}", "entity"), route("/observation/{name:path}", "observation"),
               route("/comprehension/{name:path}", "comprehension"), route("/diff/{name:path}", "diff"),
-              Route("/static/style.css", style, methods=["GET", "HEAD"])]
+              asset("style.css", "text/css"), asset("icon.svg", "image/svg+xml"),
+              # browsers ask for it whatever the page says: an answer, not a 404 in the console
+              Route("/favicon.ico", lambda request: FileResponse(HERE / "static" / "icon.svg", media_type="image/svg+xml"),
+                    methods=["GET", "HEAD"])]
     app = Starlette(routes=routes)
     app.add_exception_handler(404, partial(_not_a_page, JSONResponse))
     return app

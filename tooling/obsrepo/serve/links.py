@@ -24,6 +24,7 @@ class Links:
 
     searchable = True
     style = "/static/style.css"
+    icon = "/static/icon.svg"
 
     def __init__(self, keep: str = "") -> None:
         self.keep = keep  # "?at=…" when the page was asked with one
@@ -48,6 +49,10 @@ class Links:
         return Markup('<a class="id" href="{}">{}</a>').format(target, name)
 
 
+    def review(self, commit: str) -> str | None:
+        """The review page of the one commit `commit` (against its first parent)."""
+        return f"/diff/{commit}~1..{commit}"
+
     @staticmethod
     def plain(name: str) -> Markup:
         """The id, monospaced, no link (a page that does not exist: a deleted belief, say)."""
@@ -65,10 +70,14 @@ class FileLinks(Links):
         self.up = "../" * depth
         self.written = written
         self.style = self.up + "style.css"
+        self.icon = self.up + "icon.svg"
 
     @property
     def home(self) -> str:
         return self.up + "index.html"
+
+    def review(self, commit: str) -> str | None:
+        return None  # the preview holds one review, its index.html
 
     def href(self, kind: str, name: str, at: str | None = None) -> str | None:
         if (kind, name) not in self.written:

@@ -6,7 +6,7 @@ it touches, written as files (docs/design.md §17), so a pull request's reviewer
     DIR/entity/TYPE/KEY.html             every entity the change touches, at HEAD
     DIR/observation/ID.html              every observation it adds, loses or retracts
     DIR/comprehension/ID.html            every belief it adds or edits
-    DIR/style.css                        the one style sheet
+    DIR/style.css, DIR/icon.svg          the style sheet and the icon
 
 The pages are the server's, from the same templates; their links are relative (they work from
 the file system and from an unpacked artifact), and an id whose page was not written stays text.
@@ -26,6 +26,8 @@ from ..ops import Session
 from .app import HERE, templates
 from .links import FileLinks, file_name
 from .pages import PAGES, Answer, Ask, review
+
+ASSETS = ("style.css", "icon.svg")
 
 
 def touched(review_json: dict[str, Any]) -> list[tuple[str, str]]:
@@ -69,7 +71,8 @@ def write_preview(session: Session, directory: str, given_range: str) -> dict[st
             links = FileLinks(relative.count("/"), answers.keys())
             html = env.get_template(answer.template).render(**answer.context, keep="", links=links, twin=None, query={})
             _write_whole(root / relative, html.encode("utf-8"))
-        _write_whole(root / "style.css", (HERE / "static" / "style.css").read_bytes())
+        for asset in ASSETS:
+            _write_whole(root / asset, (HERE / "static" / asset).read_bytes())
     except OSError as exc:
         raise EnvironmentFault(f"cannot write the preview into {directory}: {exc.strerror or exc}", path=directory) from None
     return {"directory": str(root), "pages": len(pages), "review": shown.json}

@@ -22,11 +22,14 @@ DIFF_RULES = {
     "priority": "a higher priority", "specificity": "more specific", "timestamp": "a later observation",
     "correction": "a correction", "retracted": "the winner was retracted", "merged": "it came with a merged entity",
     "deleted": "the entity was deleted", "only": "the only value", "id": "the same rank: the smaller id",
+    "last_write": "the latest observation", "merge_array": "every observation's values merged",
 }
 
 
 def value(given: Any) -> str:
     """A field's value as a person reads it: text as written, anything else as JSON."""
+    if given is None:
+        return "–"  # no value (a field's old side before it existed)
     return given if isinstance(given, str) else json.dumps(given, ensure_ascii=False)
 
 
@@ -56,7 +59,8 @@ def decided(candidates: list[dict[str, Any]]) -> str:
     best = max(losers, key=lambda c: (c["priority"], c["specificity"], c["timestamp"]))
     for key, words in (("priority", "higher priority"), ("specificity", "more specific"), ("timestamp", "later")):
         if winner[key] != best[key]:
-            return f"{words} ({winner[key]} over {best[key]})"
+            shown = when if key == "timestamp" else str
+            return f"{words} ({shown(winner[key])} over {shown(best[key])})"
     return "the same priority, specificity and time: the smaller id"
 
 
