@@ -1,6 +1,6 @@
-"""One judge (gate/judge.py): a hostile document is refused for the same rules whoever asks,
-`check` on the work tree, `check_document`, the write path, the watcher's drafts and the
-review of a change (`diff`)."""
+"""One judge (gate/judge.py, gate/graph.py): a hostile document is refused for the same rules,
+in the same words, whoever asks: `check` on the work tree, `check_document`, the write path,
+the watcher's drafts and the review of a change (`diff`)."""
 
 from __future__ import annotations
 
@@ -14,20 +14,61 @@ from obsrepo.ops.live import LiveTree
 
 pytest.importorskip("duckdb")
 
-COMMITTED = observation("obs-20260213-102500-0001", entity="company/a", tenant={"org": "x"}, source="agent/a",
+X, Y = {"org": "x"}, {"org": "y"}
+COMMITTED = observation("obs-20260213-102500-0001", entity="company/a", tenant=X, source="agent/a",
                         event="the committed one")
-# each hostile document on its own, and the (code, rule) every judge must find in it
+# a small graph of org x: b PART_OF c, d merged into c; and an entity of org y
+GRAPH = [
+    observation("obs-20260213-102500-0011", entity="company/b", tenant=X, relations=[{"type": "PART_OF", "target": "company/c"}]),
+    observation("obs-20260213-102500-0012", entity="company/c", tenant=X),
+    observation("obs-20260213-102500-0013", entity="company/d", tenant=X,
+                relations=[{"type": "DUPLICATE_OF", "target": "company/c"}]),
+    observation("obs-20260213-102500-0014", entity="company/y", tenant=Y),
+]
+# each hostile document on its own (newer than every committed one), and the (code, rule) every
+# judge must find in it, with the message for the rules of the graph (the lookup rules say in
+# each state's own words where a clash is: a path, the branch, the committed document)
 HOSTILE = {
-    "same content": (observation("obs-20260213-102500-0002", entity="company/a", tenant={"org": "x"},
+    "same content": (observation("obs-20260213-102500-0002", entity="company/a", tenant=X,
                                  source="agent/a", event="the committed one",
                                  body="Details of obs-20260213-102500-0001."),
                      {("DUPLICATE_CONTENT", "duplicate-content")}),
-    "corrects nothing": (observation("obs-20260213-102500-0003", entity="company/a", tenant={"org": "x"},
+    "corrects nothing": (observation("obs-20260213-102500-0003", entity="company/a", tenant=X,
                                      corrects=["obs-20260213-102500-0099"]),
                          {("REF_NOT_FOUND", "corrects-target")}),
-    "retracts another tenant's": (observation("obs-20260213-102500-0004", entity="company/a", tenant={"org": "y"},
+    "retracts another tenant's": (observation("obs-20260213-102500-0004", entity="company/a", tenant=Y,
                                               retracts=["obs-20260213-102500-0001"]),
                                   {("REF_NOT_FOUND", "retracts-target")}),
+    "a cycle through the new document": (
+        observation("obs-20260213-102600-0021", entity="company/c", tenant=X,
+                    relations=[{"type": "PART_OF", "target": "company/b"}]),
+        {("CYCLE_DETECTED", "relation-cycle", "PART_OF company/c → company/b closes a cycle among company/b, company/c")}),
+    "a relation to a missing entity": (
+        observation("obs-20260213-102600-0022", entity="company/a", tenant=X,
+                    relations=[{"type": "REFERS_TO", "target": "company/zz"}]),
+        {("ENTITY_NOT_FOUND", "relation-target", "REFERS_TO target 'company/zz' is not the entity of any observation in this tenant")}),
+    "a relation to another tenant's entity": (
+        observation("obs-20260213-102600-0023", entity="company/a", tenant=X,
+                    relations=[{"type": "DEPENDS_ON", "target": "company/y"}]),
+        {("ENTITY_NOT_FOUND", "relation-target", "DEPENDS_ON target 'company/y' is not the entity of any observation in this tenant")}),
+    "a merge of a merged entity": (
+        observation("obs-20260213-102600-0024", entity="company/d", tenant=X,
+                    relations=[{"type": "DUPLICATE_OF", "target": "company/b"}]),
+        {("ENTITY_ALREADY_MERGED", "merged-twice", "company/d was already merged into company/c by obs-20260213-102500-0013")}),
+    "a merge that closes a merge cycle": (
+        observation("obs-20260213-102600-0025", entity="company/c", tenant=X,
+                    relations=[{"type": "DUPLICATE_OF", "target": "company/d"}]),
+        {("CYCLE_DETECTED", "relation-cycle", "DUPLICATE_OF company/c → company/d closes a cycle among company/c, company/d")}),
+    "a retraction that orphans a relation": (
+        observation("obs-20260213-102600-0026", entity="company/a", tenant=X, retracts=["obs-20260213-102500-0012"]),
+        {("ENTITY_NOT_FOUND", "relation-target",
+          "retracting would leave the relation of obs-20260213-102500-0011 to 'company/c' without a target in its tenant")}),
+}
+# `check` judges the whole tree, not a change: the relations a retraction orphans are
+# reported at their own documents, in the words of any relation without a target
+ORPHANS_AS_CHECK_SEES_THEM = {
+    ("ENTITY_NOT_FOUND", "relation-target", "PART_OF target 'company/c' is not the entity of any observation in this tenant"),
+    ("ENTITY_NOT_FOUND", "relation-target", "DUPLICATE_OF target 'company/c' is not the entity of any observation in this tenant"),
 }
 
 
@@ -42,35 +83,57 @@ def _front(text: str) -> tuple[dict, str]:
     return front, body.strip()
 
 
-@pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_every_caller_refuses_a_hostile_document_for_the_same_rules(make_repo, tmp_path, name) -> None:
-    doc, expected = HOSTILE[name]
-    repo = make_repo()
-    repo.add(COMMITTED)
-    base = repo.commit("the committed one")
-    session = Session(str(repo.path), index=str(tmp_path / "index.duckdb"))
-    found: dict[str, set[tuple[str, str]]] = {}
+@pytest.fixture(scope="module")
+def judged(make_module_repo, tmp_path_factory):
+    """One repository for every case (each hostile document is taken out again), its index
+    built once at the base commit for the watcher."""
+    repo = make_module_repo()
+    repo.add(COMMITTED, *GRAPH)
+    base = repo.commit("the committed ones")
+    session = Session(str(repo.path), index=str(tmp_path_factory.mktemp("index") / "index.duckdb"))
+    live = LiveTree(session)
+    live.index(base)
+    return repo, base, session, live
 
-    found["check_document"] = {(i["code"], i["rule"]) for i in run(session, CheckDocument(str(doc))).to_json()["issues"]}
+
+def _issue(item: dict, messages: bool) -> tuple[str, ...]:
+    return (item["code"], item["rule"], item["message"]) if messages else (item["code"], item["rule"])
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_every_caller_refuses_a_hostile_document_for_the_same_rules_in_the_same_words(judged, name) -> None:
+    repo, base, session, live = judged
+    doc, expected = HOSTILE[name]
+    messages = len(next(iter(expected))) == 3
+    found: dict[str, set[tuple[str, ...]]] = {}
+
+    found["check_document"] = {_issue(i, messages) for i in run(session, CheckDocument(str(doc))).to_json()["issues"]}
 
     front, body = _front(str(doc))
     with pytest.raises(ObsrepoError) as refused:
         run(session, New(front, body, ProposalBranch()))
-    found["write path"] = {(i["code"], i["rule"]) for i in refused.value.details["issues"]}
+    found["write path"] = {_issue(i, messages) for i in refused.value.details["issues"]}
 
     repo.write(doc.path, str(doc))
-    found["check"] = {(code, rule) for code, rule, path in repo.check().issues if path == doc.path}
+    try:
+        issues = repo.check().data["issues"]
+        found["check"] = {_issue(i, messages) for i in issues if i["path"] == doc.path}
+        elsewhere = {_issue(i, messages) for i in issues if i["path"] != doc.path}
+        live.refresh(set(), everything=True)
+        valid, problems = live.judge()
+        assert not valid
+        found["watcher"] = {_issue({"code": i.code, "rule": i.rule, "message": i.message}, messages) for i in problems[doc.path]}
 
-    live = LiveTree(session)
-    live.index(base)
-    live.refresh(set(), everything=True)
-    valid, problems = live.judge()
-    assert not valid
-    found["watcher"] = {(i.code, i.rule) for i in problems[doc.path]}
+        repo.git("add", doc.path)
+        head = repo.commit("the hostile one")
+        review = json.loads(repo.obsrepo("diff", base, head, "--format", "json").stdout)
+        found["diff"] = {_issue(p, messages) for p in review["problems"]}
+    finally:
+        repo.git("reset", "-q", "--hard", base)
+        (repo.path / doc.path).unlink(missing_ok=True)
 
-    repo.add(doc)
-    head = repo.commit("the hostile one")
-    review = json.loads(repo.obsrepo("diff", base, head, "--format", "json").stdout)
-    found["diff"] = {(p["code"], p["rule"]) for p in review["problems"]}
-
+    if name == "a retraction that orphans a relation":
+        assert found.pop("check") == set() and elsewhere == ORPHANS_AS_CHECK_SEES_THEM, elsewhere
+    else:
+        assert not elsewhere, elsewhere
     assert found == dict.fromkeys(found, expected), found

@@ -23,17 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import errors
 from ..format.analyze import analyze
 from ..format.report import Issue, Report
-from ..format.rules import ACYCLIC_RELATIONS, Analysis, kind_of, place
+from ..format.rules import Analysis, kind_of, place
 from ..gitstore import Git
 from . import graph
 from .cache import AnalysisCache
+from .graph import GRAPH_TYPES
 from .immutability import ATTRIBUTE_FILES, Judge, attributes_at, comprehension_edits, first_of_each, is_attributes
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES
 
-GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
 # rules that read another document by name: on a document of the context (whose names were not
 # all looked up) they would be artefacts of the lookup, not problems
 _LOOKUP_RULES = frozenset({"corrects-target", "retracts-target", "relation-target", "citation"})
@@ -96,11 +95,21 @@ def check_change(git: Git, base: str, head: str, context: Context) -> Report:
 
 
 def _repository_rules(analyses: dict[str, Analysis], context: Context) -> list[Issue]:
+    changed = set(analyses)
+    everything = dict(analyses)
+    named = [(path, a.facts) for path, a in sorted(analyses.items()) if a.facts is not None]
+    for path, facts in looked_up(named, context, changed):
+        everything.setdefault(path, Analysis(kind_of(path), [], facts))
+    found = graph.repository_rules(everything, changed, change=changed)
+    return [i for i in found if i.path in changed or i.rule not in _LOOKUP_RULES]
+
+
+def looked_up(documents: list[tuple[str, dict[str, Any]]], context: Context, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The documents of the state (`context`, all but `leave_out`) the repository rules read to
+    judge `documents` added to it: what they name, the graph of each relation type they add,
+    and, when they retract, the observations of the entities withdrawn and those relating to them."""
     wanted = Wanted()
-    for analysis in analyses.values():
-        facts = analysis.facts
-        if facts is None:
-            continue
+    for _path, facts in documents:
         wanted.ids.add(facts["id"])
         if facts["kind"] == "comprehension":
             wanted.ids.update(facts["observations"])
@@ -110,40 +119,15 @@ def _repository_rules(analyses: dict[str, Analysis], context: Context) -> list[I
         wanted.ids.update(([facts["feedback"]] if facts.get("feedback") else []) + list(facts.get("reclassify") or ()))
         wanted.entities.update(target for _kind, target in facts["relations"])
         wanted.graph_types.update(kind for kind, _target in facts["relations"] if kind in GRAPH_TYPES)
-    changed = set(analyses)
-    everything = dict(analyses)
-    for path, facts in context(wanted, changed):
-        everything.setdefault(path, Analysis(kind_of(path), [], facts))
-    # a retraction in the change can leave a relation of an unchanged document without its target
-    withdrawn = {t for a in analyses.values() if a.facts and a.facts["kind"] == "observation" for t in a.facts["retracts"]}
-    orphaned = {a.facts["entity"] for a in everything.values()
-                if a.facts and a.facts["kind"] == "observation" and a.facts["id"] in withdrawn and a.facts["entity"]}
+    found = dict(context(wanted, leave_out))
+    # a retraction can leave a relation of another document without its target
+    withdrawn = {t for _, f in documents if f["kind"] == "observation" for t in f["retracts"]}
+    orphaned = {f["entity"] for f in [*found.values(), *(f for _, f in documents)]
+                if f["kind"] == "observation" and f["id"] in withdrawn and f["entity"]}
     if orphaned:
-        for path, facts in context(Wanted(entities=orphaned, relation_targets=orphaned), changed):
-            everything.setdefault(path, Analysis(kind_of(path), [], facts))
-    found = graph.repository_rules(everything, changed)
-    kept = [i for i in found if i.path in changed or i.rule not in _LOOKUP_RULES]
-    return kept + _orphaned_relations(everything, changed, orphaned)
-
-
-def _orphaned_relations(everything: dict[str, Analysis], changed: set[str], orphaned: set[str]) -> list[Issue]:
-    """graph's relation-target rule for unchanged documents, on the targets the change may have
-    withdrawn (every document of those entities is in `everything`)."""
-    observations = [(p, a.facts) for p, a in sorted(everything.items()) if a.facts and a.facts["kind"] == "observation"]
-    gone = {t for _, f in observations for t in f["retracts"]}
-    tenants_of: dict[str, list[dict[str, str]]] = {}
-    for _, facts in observations:
-        if facts["id"] not in gone and facts["entity"] in orphaned:
-            tenants_of.setdefault(facts["entity"], []).append(facts["tenant"])
-    issues = []
-    for path, facts in observations:
-        if path in changed or facts["id"] in gone:
-            continue
-        for rel_type, target in facts["relations"]:
-            if target in orphaned and not any(graph.visible(t, facts["tenant"]) for t in tenants_of.get(target, ())):
-                issues.append(Issue(path, 1, 1, errors.ENTITY_NOT_FOUND, "relation-target",
-                                    f"{rel_type} target '{target}' is not the entity of any observation in this tenant"))
-    return issues
+        for path, facts in context(Wanted(entities=orphaned, relation_targets=orphaned), leave_out):
+            found.setdefault(path, facts)
+    return sorted(found.items())
 
 
 def _entity_schemas(git: Git, changes: list) -> list[Issue]:
@@ -157,4 +141,4 @@ def _entity_schemas(git: Git, changes: list) -> list[Issue]:
     return issues
 
 
-__all__ = ["GRAPH_TYPES", "Context", "Wanted", "check_change"]
+__all__ = ["GRAPH_TYPES", "Context", "Wanted", "check_change", "looked_up"]

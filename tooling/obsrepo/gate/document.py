@@ -75,7 +75,7 @@ def check_text(git: Git, commit: str | None, data: bytes, binding: dict[str, str
         report.issues.extend(_changed(path, before, analysis))
     analyses[path] = analysis
     added = None if existing_blob == blob_sha(data) else {path}
-    report.issues.extend(i for i in graph.repository_rules(analyses, added=added) if i.path == path)
+    report.issues.extend(i for i in graph.repository_rules(analyses, added=added, change={path}) if i.path == path)
     return report
 
 

@@ -7,17 +7,15 @@ relation targets that exist for the author's tenant, acyclic PART_OF / DEPENDS_O
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import errors
 from ..format.report import Issue
 from ..format.rules import ACYCLIC_RELATIONS, Analysis
-from .judge import TreeFacts, loc, reference_targets, stewardship_targets, visible
+from .judge import Document, Facts, TreeFacts, loc, reference_targets, stewardship_targets, visible
 
-Facts = dict[str, Any]
+GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
 
 
-def in_sight(facts: Facts | None, binding: dict[str, str]) -> bool:
+def in_sight(facts: Document | None, binding: dict[str, str]) -> bool:
     """Whether the rules a writer or checker bound to `binding` applies count this document
     (docs/design.md §8a): unbound, every one; bound, the valid documents its tenant can see."""
     return not binding or (facts is not None and visible(facts.get("tenant") or {}, binding))
@@ -32,9 +30,13 @@ def in_view(analyses: dict[str, Analysis], binding: dict[str, str]) -> dict[str,
     return {path: analysis for path, analysis in analyses.items() if in_sight(analysis.facts, binding)}
 
 
-def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = None) -> list[Issue]:
-    observations: list[tuple[str, Facts]] = []
-    comprehensions: list[tuple[str, Facts]] = []
+def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = None,
+                     change: set[str] | None = None) -> list[Issue]:
+    """Every repository rule over `analyses`. `added`: the paths new to the repository (a
+    duplicate is reported there, not at the document kept). `change`: the paths whose graph
+    rules are asked (the rest is the state they are added to; None: every document)."""
+    observations: list[tuple[str, Document]] = []
+    comprehensions: list[tuple[str, Document]] = []
     for path in sorted(analyses):
         facts = analyses[path].facts
         if facts is None:
@@ -43,14 +45,10 @@ def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = Non
     issues: list[Issue] = []
     issues += _duplicate_ids(observations + comprehensions, added)
     issues += _duplicate_content(observations, added)
-    by_id = {f["id"]: (p, f) for p, f in observations}
-    issues += _targets(observations, by_id)
-    retracted = {target for _, f in observations for target in f["retracts"] if target in by_id}
-    live = [(p, f) for p, f in observations if f["id"] not in retracted]
-    issues += _relation_targets(live)
-    issues += _cycles(live)
-    issues += _merges(live)
-    issues += _citations(comprehensions, by_id)
+    tree = TreeFacts(observations)
+    issues += _targets(observations, tree)
+    issues += graph_rules(observations if change is None else [(p, f) for p, f in observations if p in change], tree)
+    issues += _citations(comprehensions, tree)
     return issues
 
 
@@ -59,7 +57,7 @@ def _first_kept(paths: list[str], added: set[str] | None) -> list[str]:
     return sorted(paths, key=lambda p: (added is not None and p in added, p))
 
 
-def _duplicate_ids(docs: list[tuple[str, Facts]], added: set[str] | None) -> list[Issue]:
+def _duplicate_ids(docs: list[tuple[str, Document]], added: set[str] | None) -> list[Issue]:
     seen: dict[str, list[str]] = {}
     facts_of = dict(docs)
     for path, facts in docs:
@@ -75,7 +73,7 @@ def _duplicate_ids(docs: list[tuple[str, Facts]], added: set[str] | None) -> lis
     return issues
 
 
-def _duplicate_content(observations: list[tuple[str, Facts]], added: set[str] | None) -> list[Issue]:
+def _duplicate_content(observations: list[tuple[str, Document]], added: set[str] | None) -> list[Issue]:
     groups: dict[str, list[str]] = {}
     facts_of = dict(observations)
     for path, facts in observations:
@@ -92,9 +90,9 @@ def _duplicate_content(observations: list[tuple[str, Facts]], added: set[str] | 
     return issues
 
 
-def _targets(observations: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+def _targets(observations: list[tuple[str, Document]], tree: TreeFacts) -> list[Issue]:
     """What each observation corrects, retracts, gives feedback on or reclassifies, looked up by id."""
-    find = TreeFacts(by_id.values()).observation
+    find = tree.observation
     return [issue for path, facts in observations
             for issue in reference_targets(path, facts, find) + stewardship_targets(path, facts, find)]
 
@@ -120,25 +118,33 @@ def classification_warnings(analyses: dict[str, Analysis]) -> list[Issue]:
     return issues
 
 
-def _relation_targets(live: list[tuple[str, Facts]]) -> list[Issue]:
-    tenants_of: dict[str, list[dict[str, str]]] = {}
-    for _, facts in live:
-        if facts["entity"]:
-            tenants_of.setdefault(facts["entity"], []).append(facts["tenant"])
+def graph_rules(change: list[tuple[str, Document]], known: Facts) -> list[Issue]:
+    """The rules of the relation graph for the observations of `change` in the state `known`,
+    which holds them (the tree itself, or the change `Layered` over a kept state): relation
+    targets, acyclic PART_OF / DEPENDS_ON / DUPLICATE_OF, one merge per entity, and relations of
+    other observations a retraction would leave without a target. Every problem is reported
+    at a document of the change; with the whole tree as the change, this is `check`'s verdict."""
+    live = [(p, f) for p, f in change if f["kind"] == "observation" and not known.withdrawn(f["id"])]
+    ours = {id(f) for _, f in change}
+    return relation_targets(live, known) + cycles(live, known) + merges(live, known, ours) + orphans(change, known, ours)
+
+
+def relation_targets(live: list[tuple[str, Document]], known: Facts) -> list[Issue]:
+    """A relation's target is the entity of a live observation visible to the author's tenant."""
     issues = []
     for path, facts in live:
         for index, (rel_type, target) in enumerate(facts["relations"]):
-            if not any(visible(t, facts["tenant"]) for t in tenants_of.get(target, ())):
+            if not any(visible(other["tenant"], facts["tenant"]) for other in known.about(target)):
                 line, col = loc(facts, "relations", index)
                 issues.append(Issue(path, line, col, errors.ENTITY_NOT_FOUND, "relation-target",
                                     f"{rel_type} target '{target}' is not the entity of any observation in this tenant"))
     return issues
 
 
-Edge = tuple[str, str, str, Facts]  # source entity, target entity, path, facts
+Edge = tuple[str, str, str, Document, int]  # source entity, target entity, path, facts, relation index
 
 
-def _edges(live: list[tuple[str, Facts]], rel_type: str) -> list[tuple[str, str, str, Facts, int]]:
+def _edges(live: list[tuple[str, Document]], rel_type: str) -> list[Edge]:
     return [
         (facts["entity"], target, path, facts, index)
         for path, facts in live
@@ -147,22 +153,31 @@ def _edges(live: list[tuple[str, Facts]], rel_type: str) -> list[tuple[str, str,
     ]
 
 
-def _cycles(live: list[tuple[str, Facts]]) -> list[Issue]:
+def _targets_of(known: Facts, rel_type: str, entity: str) -> set[str]:
+    return {target for other in known.about(entity) for kind, target in other["relations"] if kind == rel_type}
+
+
+def cycles(live: list[tuple[str, Document]], known: Facts) -> list[Issue]:
+    """No cycle of one graph type; a cycle is reported once, at the newest of the change's
+    relations inside it (on a consistent state, only a new relation can close one)."""
     issues = []
-    for rel_type in (*ACYCLIC_RELATIONS, "DUPLICATE_OF"):
+    for rel_type in GRAPH_TYPES:
         edges = _edges(live, rel_type)
         if not edges:
             continue
-        adjacency: dict[str, set[str]] = {}
-        for source, target, *_ in edges:
-            adjacency.setdefault(source, set()).add(target)
-            adjacency.setdefault(target, set())
+        adjacency: dict[str, set[str]] = {}  # the graph reachable from the change's relations
+        todo = [edge[0] for edge in edges]
+        while todo:
+            node = todo.pop()
+            if node not in adjacency:
+                adjacency[node] = _targets_of(known, rel_type, node)
+                todo.extend(adjacency[node])
         component_of: dict[str, int] = {}
         components = strongly_connected(adjacency)
         for number, component in enumerate(components):
             for node in component:
                 component_of[node] = number
-        inside_of: dict[int, list] = {}
+        inside_of: dict[int, list[Edge]] = {}
         for edge in edges:
             if component_of[edge[0]] == component_of[edge[1]]:
                 inside_of.setdefault(component_of[edge[0]], []).append(edge)
@@ -170,7 +185,6 @@ def _cycles(live: list[tuple[str, Facts]]) -> list[Issue]:
             inside = inside_of.get(number)
             if not inside:
                 continue
-            # the newest relation closed the cycle: report it there
             source, target, path, facts, index = max(inside, key=lambda e: (e[3]["timestamp"], e[3]["id"]))
             line, col = loc(facts, "relations", index)
             members = ", ".join(sorted(component))
@@ -179,26 +193,53 @@ def _cycles(live: list[tuple[str, Facts]]) -> list[Issue]:
     return issues
 
 
-def _merges(live: list[tuple[str, Facts]]) -> list[Issue]:
-    by_source: dict[str, list] = {}
-    for edge in _edges(live, "DUPLICATE_OF"):
-        by_source.setdefault(edge[0], []).append(edge)
+def merges(live: list[tuple[str, Document]], known: Facts, ours: set[int]) -> list[Issue]:
+    """An entity is merged (DUPLICATE_OF) once: every merge of it but the first (by timestamp,
+    id) is refused, and a merge of the change whenever the state already holds another."""
     issues = []
-    for source, edges in sorted(by_source.items()):
-        edges.sort(key=lambda e: (e[3]["timestamp"], e[3]["id"], e[4]))
-        first = edges[0]
-        for _s, _target, path, facts, index in edges[1:]:
+    for source, _target, path, facts, index in _edges(live, "DUPLICATE_OF"):
+        mine = (facts["timestamp"], facts["id"], index)
+        others = sorted((other["timestamp"], other["id"], number, target, id(other) in ours)
+                        for other in known.about(source)
+                        for number, (kind, target) in enumerate(other["relations"])
+                        if kind == "DUPLICATE_OF" and not (other is facts and number == index))
+        if any(other[:3] < mine or not other[4] for other in others):
+            first = others[0]
             line, col = loc(facts, "relations", index)
             issues.append(Issue(path, line, col, errors.ENTITY_ALREADY_MERGED, "merged-twice",
-                                f"{source} was already merged into {first[1]} by {first[3]['id']}"))
+                                f"{source} was already merged into {first[3]} by {first[1]}"))
     return issues
 
 
-def _citations(comprehensions: list[tuple[str, Facts]], by_id: dict[str, tuple[str, Facts]]) -> list[Issue]:
+def orphans(change: list[tuple[str, Document]], known: Facts, ours: set[int]) -> list[Issue]:
+    """A retraction in the change may withdraw the last observation of an entity another
+    observation relates to: reported at the retraction (the relation's own document, when it
+    is of the change, gets `relation-target`)."""
+    issues = []
+    for path, facts in change:
+        if facts["kind"] != "observation":
+            continue
+        entities = {hit["entity"] for target in facts["retracts"]
+                    if (hit := known.observation(target)) is not None and hit["entity"]}
+        for entity in sorted(entities):
+            remaining = list(known.about(entity))
+            for other in sorted(known.referring(entity), key=lambda o: str(o["id"])):
+                if id(other) in ours or other["entity"] == entity:
+                    continue
+                if not any(visible(f["tenant"], other["tenant"]) for f in remaining):
+                    line, col = loc(facts, "retracts")
+                    issues.append(Issue(path, line, col, errors.ENTITY_NOT_FOUND, "relation-target",
+                                        f"retracting would leave the relation of {other['id']} to '{entity}' "
+                                        "without a target in its tenant"))
+                    break
+    return issues
+
+
+def _citations(comprehensions: list[tuple[str, Document]], tree: TreeFacts) -> list[Issue]:
     issues = []
     for path, facts in comprehensions:
         for index, cited in enumerate(facts["observations"]):
-            if cited not in by_id:
+            if tree.observation(cited) is None:
                 line, col = loc(facts, "observations", index)
                 issues.append(Issue(path, line, col, errors.REF_NOT_FOUND, "citation",
                                     f"cites observation '{cited}', which does not exist"))

@@ -4,8 +4,9 @@ it corrects, retracts, gives feedback on or reclassifies exists in its tenant.
 
 The state is asked through `Facts`, whatever keeps it: the write path's kept state of the
 proposal branch (`addition.RuleState`), the index at the watcher's commit with the other drafts
-(`index/drafts.py`), the tree's documents (`TreeFacts`). Each answers the same three questions,
-so the rules are written once; a state says in its own words where a clash is (a writer learns
+(`index/drafts.py`), the index's documents a reviewed change names (`read/diff_check.py`), the
+tree's documents (`TreeFacts`: `check`, `check_document`). Each answers the same questions, so
+the rules are written once (these, and the graph's in `gate/graph.py`); a state says in its own words where a clash is (a writer learns
 which path holds the id, a watcher that the committed document stays).
 """
 
@@ -82,7 +83,9 @@ def stewardship_targets(path: str, facts: Document, find: Callable[[str], Docume
 
 
 class Facts(Protocol):
-    """What the judge asks of a repository state about the documents it holds."""
+    """What the judge asks of a repository state about the documents it holds: ids, content
+    hashes and targets (the lookup rules), and the live observations of an entity and those
+    that relate to it, with their tenants (the graph rules of `gate/graph.py`)."""
 
     # the refusals' words: `{id}` and `{path}` (the holder) are filled in
     id_taken: str
@@ -95,7 +98,17 @@ class Facts(Protocol):
         """The path of an observation with this content hash (the hash covers the tenant)."""
 
     def observation(self, obs_id: str) -> Document | None:
-        """The observation `obs_id` (its `tenant` and `kind` at least), or None."""
+        """The observation `obs_id` (its `tenant` and `kind` at least, retracted or not), or None."""
+
+    def withdrawn(self, obs_id: str) -> bool:
+        """Whether an observation of the state retracts `obs_id`."""
+
+    def about(self, entity: str) -> Iterable[Document]:
+        """The live (not withdrawn) observations whose entity is `entity`: their id, timestamp,
+        tenant and relations (a relation target exists; the graph's edges leave from here)."""
+
+    def referring(self, entity: str) -> Iterable[Document]:
+        """The live observations with a relation to `entity` (what a retraction may orphan)."""
 
 
 def judge(path: str, facts: Document, known: Facts) -> list[Issue]:
@@ -118,7 +131,7 @@ def judge(path: str, facts: Document, known: Facts) -> list[Issue]:
 
 
 class TreeFacts:
-    """The valid documents of a tree (or any set of them), by id and content hash."""
+    """The valid documents of a tree (or any set of them), by id, content hash and entity."""
 
     id_taken = "id '{id}' is already used by {path}"
     content_taken = "the same content (in the same tenant) is already recorded in {path}"
@@ -127,11 +140,23 @@ class TreeFacts:
         self.ids: dict[str, str] = {}
         self.hashes: dict[str, str] = {}
         self.observations: dict[str, Document] = {}
+        self.retracted: set[str] = set()
+        self.entities: dict[str, list[Document]] = {}
+        self.referrers: dict[str, list[Document]] = {}
+        documents = list(documents)
         for path, facts in documents:
             self.ids.setdefault(facts["id"], path)
             if facts["kind"] == "observation":
                 self.hashes.setdefault(facts["hash"], path)
                 self.observations.setdefault(facts["id"], facts)
+                self.retracted.update(facts["retracts"])
+        for _path, facts in documents:
+            if facts["kind"] != "observation" or facts["id"] in self.retracted:
+                continue
+            if facts["entity"]:
+                self.entities.setdefault(facts["entity"], []).append(facts)
+            for target in dict.fromkeys(target for _type, target in facts["relations"]):
+                self.referrers.setdefault(target, []).append(facts)
 
     def holder(self, doc_id: str) -> str | None:
         return self.ids.get(doc_id)
@@ -142,9 +167,19 @@ class TreeFacts:
     def observation(self, obs_id: str) -> Document | None:
         return self.observations.get(obs_id)
 
+    def withdrawn(self, obs_id: str) -> bool:
+        return obs_id in self.retracted
+
+    def about(self, entity: str) -> Iterable[Document]:
+        return self.entities.get(entity, ())
+
+    def referring(self, entity: str) -> Iterable[Document]:
+        return self.referrers.get(entity, ())
+
 
 class Layered:
-    """`first`'s answers, else `then`'s: the documents of a change over the state it is added to."""
+    """`first`'s answers, else `then`'s: the documents of a change over the state it is added to
+    (a retraction in either withdraws the other's observations)."""
 
     def __init__(self, first: Facts, then: Facts) -> None:
         self.first, self.then = first, then
@@ -158,3 +193,16 @@ class Layered:
 
     def observation(self, obs_id: str) -> Document | None:
         return self.first.observation(obs_id) or self.then.observation(obs_id)
+
+    def withdrawn(self, obs_id: str) -> bool:
+        return self.first.withdrawn(obs_id) or self.then.withdrawn(obs_id)
+
+    def about(self, entity: str) -> Iterable[Document]:
+        return self._both(self.first.about(entity), self.then.about(entity))
+
+    def referring(self, entity: str) -> Iterable[Document]:
+        return self._both(self.first.referring(entity), self.then.referring(entity))
+
+    def _both(self, firsts: Iterable[Document], thens: Iterable[Document]) -> list[Document]:
+        return ([f for f in firsts if not self.then.withdrawn(f["id"])]
+                + [f for f in thens if not self.first.withdrawn(f["id"])])

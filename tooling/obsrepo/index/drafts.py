@@ -6,9 +6,12 @@ is never a draft: the committed document stays what readers see (a modified obse
 reported, immutability being `check`'s to enforce).
 
 A draft passes when its per-document rules hold (the strict reader, the model, the file name
-and folder) and, against the indexed commit and the other drafts: its id is new, its content
-is not already there in the same tenant, and what it corrects or retracts exists. Only valid
-observation drafts go into the overlay; every other draft is reported.
+and folder) and, against the indexed commit and the other drafts, the repository rules `check`
+applies (the same functions, asking the index through the judge's `Facts`): its id is new, its
+content is not already there in the same tenant, what it corrects, retracts, gives feedback on
+or reclassifies exists, and its relations have targets, close no cycle, merge no entity twice
+and orphan no other relation. Only valid observation drafts go into the overlay; every other
+draft is reported.
 """
 
 from __future__ import annotations
@@ -24,10 +27,13 @@ from ..format.document import MAX_DOCUMENT_BYTES, too_large
 from ..format.report import Issue
 from ..format.rules import kind_of, place
 from ..format.vocabulary import DOCUMENT_ROOTS, is_document_name
+from ..gate.change import looked_up
+from ..gate.graph import graph_rules
+from ..gate.judge import Facts, Layered, TreeFacts
 from ..gate.judge import judge as judged
 from ..gate.sources import not_a_file
 from ..gitstore import Git, blob_sha
-from ..params import TENANT_KEYS
+from .lookup import named_observations
 
 FULL_RESCAN_ABOVE = 2000  # more candidate paths than this: list every draft from git instead
 
@@ -185,12 +191,15 @@ def judge(state: DraftState, index_file: str) -> tuple[list[tuple[str, str, dict
                 others = ", ".join(p for p in paths if p != path)
                 _flag(problems, fine[path], "id", errors.DUPLICATE_ID, "duplicate-id",
                       f"id '{doc_id}' is also used by the draft {others}")
-    drafted = {d.facts["id"]: d.facts for d in fine.values() if d.facts and d.facts["kind"] == "observation"}
-    committed = IndexFacts(index_file, [d.facts for d in fine.values() if d.facts], drafted)
-    for path, draft in sorted(fine.items()):
-        found = judged(path, draft.facts or {}, committed)  # the rules `check` applies, tenant and all
+    documents = [(p, d.facts) for p, d in sorted(fine.items()) if d.facts is not None]
+    drafts = TreeFacts(documents)
+    committed = IndexFacts(index_file, documents)
+    for path, facts in documents:  # the rules `check` applies, tenant and all
+        found = judged(path, facts, Drafted(drafts, committed))
         if found:
             problems.setdefault(path, []).extend(found)
+    for issue in graph_rules(documents, Layered(drafts, committed)):
+        problems.setdefault(issue.path, []).append(issue)
     valid = [(p, d.blob, d.record) for p, d in sorted(fine.items())
              if p not in problems and kind_of(p) == "observation" and d.record is not None]
     return valid, problems
@@ -201,59 +210,45 @@ def _flag(problems: dict[str, list[Issue]], draft: Draft, key: str, code: str, r
     problems.setdefault(draft.path, []).append(Issue(draft.path, line, col, code, rule, message))
 
 
-def _targets(facts: dict[str, Any]) -> list[str]:
-    """The observations a draft names: what it corrects, retracts, gives feedback on or reclassifies."""
-    return [*(facts.get("corrects") or ()), *(facts.get("retracts") or ()), *(facts.get("reclassify") or ()),
-            *([facts["feedback"]] if facts.get("feedback") else [])]
-
-
-class IndexFacts:
-    """What the indexed commit holds of the drafts' ids, content hashes and targets (read once
-    per judgement), as the judge asks it (`gate.judge.Facts`); the drafts' own observations are
-    targets too."""
+class IndexFacts(TreeFacts):
+    """What the indexed commit holds that the drafts name (their ids, content hashes, targets,
+    the graph of each relation type they add: `gate.change.looked_up`), read once per judgement."""
 
     id_taken = "id '{id}' is already committed ({path}); the committed document stays"
     content_taken = "the same content is already committed in this tenant"
 
-    def __init__(self, index_file: str, drafts: list[dict[str, Any]], drafted: dict[str, dict[str, Any]]) -> None:
-        self.ids: dict[str, str] = {}
-        self.hashes: dict[str, str] = {}
-        self.targets: dict[str, dict[str, Any]] = {}
-        self.drafted = drafted
+    def __init__(self, index_file: str, drafts: list[tuple[str, dict[str, Any]]]) -> None:
+        found: list[tuple[str, dict[str, Any]]] = []
         if drafts:
-            self._read(index_file, drafts)
+            from .reader import open_internal
+            from .schema import NOW
 
-    def _read(self, index_file: str, drafts: list[dict[str, Any]]) -> None:
-        from .reader import open_internal
-        from .schema import NOW
+            con = open_internal(index_file)
+            try:
+                def rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+                    return list(con.execute(sql, params).fetchall())
 
-        ids = sorted({facts["id"] for facts in drafts})
-        hashes = sorted({str(facts["hash"]) for facts in drafts if facts.get("hash")})
-        targets = sorted({t for facts in drafts for t in _targets(facts)})
-        con = open_internal(index_file)
-        try:
-            for doc_id, path in con.execute(
-                    f"SELECT id, path FROM obs_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[])) "
-                    f"UNION ALL SELECT id, path FROM comp_versions WHERE removed_seq = {NOW} "
-                    "AND id IN (SELECT unnest(?::VARCHAR[]))", [ids, ids]).fetchall():
-                self.ids[doc_id] = path
-            for digest, path in con.execute(
-                    f"SELECT content_hash, path FROM obs_versions WHERE removed_seq = {NOW} "
-                    "AND content_hash IN (SELECT unnest(?::VARCHAR[]))", [hashes]).fetchall():
-                self.hashes[digest] = path
-            self.targets = {row[0]: {"id": row[0], "kind": "observation",
-                                     "tenant": {k: v for k, v in zip(TENANT_KEYS, row[1:]) if v is not None}}
-                            for row in con.execute(
-                "SELECT id, tenant_org, tenant_project, tenant_agent, tenant_user FROM obs_versions "
-                f"WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[]))", [targets]).fetchall()}
-        finally:
-            con.close()
+                found = looked_up(drafts, named_observations(rows, f"(SELECT * FROM obs_versions WHERE removed_seq = {NOW})"),
+                                  set())
+                ids = sorted({facts["id"] for _, facts in drafts})
+                found += [(path, {"kind": "comprehension", "id": doc_id}) for doc_id, path in rows(
+                    f"SELECT id, path FROM comp_versions WHERE removed_seq = {NOW} AND id IN (SELECT unnest(?::VARCHAR[]))",
+                    [ids])]
+            finally:
+                con.close()
+        super().__init__(found)
+
+
+class Drafted(Layered):
+    """A draft's lookups: its id and content clash with the committed documents (the drafts
+    among themselves are compared apart), its targets are committed documents or drafts."""
+
+    def __init__(self, drafts: Facts, committed: Facts) -> None:
+        super().__init__(drafts, committed)
+        self.id_taken, self.content_taken = committed.id_taken, committed.content_taken
 
     def holder(self, doc_id: str) -> str | None:
-        return self.ids.get(doc_id)
+        return self.then.holder(doc_id)
 
     def recorded(self, digest: str) -> str | None:
-        return self.hashes.get(digest)
-
-    def observation(self, obs_id: str) -> dict[str, Any] | None:
-        return self.targets.get(obs_id) or self.drafted.get(obs_id)
+        return self.then.recorded(digest)

@@ -18,8 +18,9 @@ from ..format.reduce import Obs, merge_map, reduce_entity, retracted_ids, surviv
 from ..format.vocabulary import CORRECTION_PRIORITY
 from ..gate.sources import DOCUMENT_ROOTS
 from ..gitstore import Git
+from ..index.lookup import CANONICAL_TS
 from ..index.reducer_rows import ROW, as_obs, load_policies, special_rows
-from .diff_check import CANONICAL_TS, change_problems, comprehension_changes
+from .diff_check import change_problems, comprehension_changes
 from .scope import ReadScope
 
 ENTITY_SCHEMAS = "schemas/entities/"

@@ -9,34 +9,16 @@ from typing import Any
 from ..format.analyze import analyze
 from ..gate.change import Wanted, check_change
 from ..gitstore import Change, Git
+from ..index.lookup import named_observations
 from .scope import ReadScope
-
-CANONICAL_TS = ("strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us(o.timestamp) % 1000000 <> 0 "
-                "THEN strftime(o.timestamp, '.%f') ELSE '' END || 'Z'")
 
 
 def change_problems(git: Git, base: str, head: str, scope: ReadScope) -> list[dict[str, Any]]:
     """check_change's issues as dicts, sorted; `scope` reads HEAD with no tenant binding."""
+    observations = named_observations(scope.rows, "visible")
 
     def context(wanted: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
-        rows = scope.rows(
-            f"SELECT o.path, o.id, {CANONICAL_TS}, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user, "
-            "o.entity, o.corrects, o.retracts, o.relations, o.content_hash FROM visible AS o "
-            "WHERE o.path NOT IN (SELECT unnest(?::VARCHAR[])) AND (len(o.retracts) > 0 "
-            "OR o.id IN (SELECT unnest(?::VARCHAR[])) OR o.content_hash IN (SELECT unnest(?::VARCHAR[])) "
-            "OR o.entity IN (SELECT unnest(?::VARCHAR[])) "
-            "OR len(list_filter(o.relations, r -> list_contains(?::VARCHAR[], r.type))) > 0 "
-            "OR len(list_filter(o.relations, r -> list_contains(?::VARCHAR[], r.target))) > 0)",
-            [sorted(leave_out), sorted(wanted.ids), sorted(wanted.hashes), sorted(wanted.entities),
-             sorted(wanted.graph_types), sorted(wanted.relation_targets)])
-        found = []
-        for path, obs_id, ts, org, project, agent, user, entity, corrects, retracts, relations, digest in rows:
-            tenant = {k: v for k, v in (("org", org), ("project", project), ("agent", agent), ("user", user)) if v is not None}
-            found.append((path, {
-                "kind": "observation", "id": obs_id, "timestamp": ts, "tenant": tenant, "entity": entity,
-                "corrects": list(corrects), "retracts": list(retracts),
-                "relations": [[r["type"], r["target"]] for r in relations], "hash": digest, "loc": {},
-            }))
+        found = observations(wanted, leave_out)
         for entry in git.ls_tree(head, "comprehension"):
             name = entry.path.rsplit("/", 1)[-1]
             if entry.path not in leave_out and name.endswith(".md") and name[:-3] in wanted.ids:

@@ -129,7 +129,7 @@ def create(git: Git, front: dict[str, Any], body: str = "", now: datetime | None
         made = draft(front, body, now, lambda doc_id, path: doc_id in ids or path in analyses)
     path = made.path
     analyses = {**graph.in_view(analyses, binding or {}), path: made.analysis}
-    problems = [i for i in graph.repository_rules(analyses, added={path}) if i.path == path]
+    problems = [i for i in graph.repository_rules(analyses, added={path}, change={path}) if i.path == path]
     if problems:
         raise DocumentRefused(problems)
 
