@@ -15,7 +15,7 @@ made a git repository (`git init`, nothing committed: `check` refuses a folder o
 Two size cases are generated here rather than committed (a 256 KiB front matter, a 1 MiB
 document), each with its counterpart exactly at the limit.
 
-Add a case by adding files; add a rule by adding it to DOCUMENTED_RULES (and to the README).
+Add a case by adding files; add a rule by adding it to DOCUMENTED_RULES (and to docs/guide/errors.md).
 Product bugs that a case exposes are listed in KNOWN_BUGS (strict xfail: fixing the bug makes
 the marker fail until it is removed).
 """
@@ -41,9 +41,9 @@ from obsrepo.format.rule_list import RULES
 from obsrepo.gate import graph
 
 CASES = Path(__file__).parent / "cases"
-README = Path(__file__).parent.parent / "README.md"
+ERRORS_GUIDE = Path(__file__).parent.parent / "docs" / "guide" / "errors.md"
 
-# Every `rule` the product may report. A rule that is not here (and in the README) is a failure.
+# Every `rule` the product may report. A rule that is not here (and in docs/guide/errors.md) is a failure.
 DOCUMENTED_RULES = frozenset(RULES)  # the product's rule list
 
 # Documented rules this corpus cannot reach: they need git history (--base/--staged), a symlink,
@@ -358,7 +358,7 @@ def _expected_rules() -> set[str]:
 
 def test_every_rule_produced_is_documented() -> None:
     undocumented = (_produced_rules() | _expected_rules()) - DOCUMENTED_RULES
-    assert not undocumented, f"add these rules to DOCUMENTED_RULES and the README: {sorted(undocumented)}"
+    assert not undocumented, f"add these rules to DOCUMENTED_RULES and docs/guide/errors.md: {sorted(undocumented)}"
 
 
 def test_every_documented_rule_has_a_case() -> None:
@@ -366,14 +366,14 @@ def test_every_documented_rule_has_a_case() -> None:
     assert not missing, f"no case expects these rules: {sorted(missing)}"
 
 
-def test_documented_rules_are_in_the_readme() -> None:
-    readme = README.read_text("utf-8")
-    listed = set(re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+|[a-z]+)`", readme))
-    assert not DOCUMENTED_RULES - listed, f"not in README.md: {sorted(DOCUMENTED_RULES - listed)}"
+def test_documented_rules_are_in_the_errors_guide() -> None:
+    guide = ERRORS_GUIDE.read_text("utf-8")
+    listed = set(re.findall(r"`([a-z0-9]+(?:-[a-z0-9]+)+|[a-z]+)`", guide))
+    assert not DOCUMENTED_RULES - listed, f"not in docs/guide/errors.md: {sorted(DOCUMENTED_RULES - listed)}"
 
 
 def _rule_table_names(readme: str) -> set[str]:
-    """The rule names in the README's two rule tables (per-document rules, repository rules)."""
+    """The rule names in the errors guide's two rule tables (per-document rules, repository rules)."""
     names: set[str] = set()
     for table in re.findall(r"^\| (?:rule|code) \|.*?(?=^\s*$)", readme, flags=re.M | re.S):
         for row in table.splitlines()[2:]:
@@ -383,8 +383,8 @@ def _rule_table_names(readme: str) -> set[str]:
     return names
 
 
-def test_the_readme_rule_tables_list_exactly_the_rule_list() -> None:
-    assert _rule_table_names(README.read_text("utf-8")) == set(RULES)
+def test_the_errors_guide_rule_tables_list_exactly_the_rule_list() -> None:
+    assert _rule_table_names(ERRORS_GUIDE.read_text("utf-8")) == set(RULES)
 
 
 def test_every_expected_issue_carries_its_rule_s_code() -> None:

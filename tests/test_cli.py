@@ -106,9 +106,9 @@ def _completion(repo: Repo, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, check=False)
 
 
-def test_shell_completion_as_the_readme_sets_it_up_completes_commands_and_choices(repo: Repo) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    shells = re.findall(r"_OBSREPO_COMPLETE=(\w+)_source obsrepo", readme)
+def test_shell_completion_as_the_docs_set_it_up_completes_commands_and_choices(repo: Repo) -> None:
+    adopt = (Path(__file__).resolve().parent.parent / "docs" / "adopt.md").read_text(encoding="utf-8")
+    shells = re.findall(r"_OBSREPO_COMPLETE=(\w+)_source obsrepo", adopt)
     assert sorted(shells) == ["bash", "fish", "zsh"]
     for shell in shells:
         script = _completion(repo, _OBSREPO_COMPLETE=f"{shell}_source")

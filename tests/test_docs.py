@@ -1,17 +1,20 @@
-"""Every command is documented in the README or a page of docs/, and the README's commands are real."""
+"""Every command is explained in the written pages of the documentation (the generated reference
+lists them anyway: this holds the guide to it), and the facade the guide shows is real."""
 
 from pathlib import Path
 
 from obsrepo.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-DOCS = README + "".join(page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md")))
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+# the pages people read to learn a command: the guide and the pages around it, not the generated
+# reference (it names every command by construction) nor the design (the engineers' map)
+WRITTEN = "\n".join(path.read_text(encoding="utf-8") for path in sorted(DOCS.rglob("*.md"))
+                    if "reference" not in path.relative_to(DOCS).parts and path.name != "design.md")
 
 
 def test_every_command_is_documented():
     for name in main.commands:
-        assert f"obsrepo {name}" in DOCS, f"`obsrepo {name}` is in neither the README nor a page of docs/"
+        assert f"obsrepo {name}" in WRITTEN, f"`obsrepo {name}` is not explained in docs/ (the guide)"
 
 
 def test_facade_is_importable_from_the_package():

@@ -1,13 +1,16 @@
-"""Every shell example of README.md runs on the demo data, as a newcomer would run it.
+"""Every shell example of README.md and of the documentation (docs/, the generated reference
+aside) runs on the demo data, as a newcomer would run it.
 
-The convention, for whoever writes README.md:
+The convention, for whoever writes README.md or a page under docs/:
 
 * Every fenced ```sh block is read. A command is one line with its `\\` continuations; comment
   lines are skipped, and so is a trailing `# …` comment.
 * The commands that run obsrepo — those starting with `obsrepo `, or piping into it
-  (`echo … | obsrepo …`) — are run, block after block in README order, in one fresh clone of
-  this repository (the demo data is its own `observations/`, `comprehension/` and `schemas/`),
-  with `obsrepo` being `python -m obsrepo`. What they write stays in that throwaway clone.
+  (`echo … | obsrepo …`) — are run, block after block, README.md first and then the pages of
+  docs/ by path, in one fresh clone of this repository (the demo data is its own
+  `observations/`, `comprehension/` and `schemas/`), with `obsrepo` being `python -m obsrepo`.
+  What they write stays in that throwaway clone, so a page may build on what an earlier one
+  wrote. A command that an earlier page already ran, after the same assignments, runs once.
 * A line `NAME=$(…)` is kept and run before each later command of its block (the review example
   names a commit that way). Other commands (`git push`, `gh`, `pip`) are not run: they need a
   remote or the network.
@@ -29,6 +32,10 @@ import pytest
 from helpers import git_env
 
 ROOT = Path(__file__).resolve().parent.parent
+# README first, then every page of docs/ but the generated reference (no shell examples: each
+# command's own examples are click's, run by tests/test_cli.py's help test)
+PAGES = [ROOT / "README.md", *sorted(path for path in (ROOT / "docs").rglob("*.md")
+                                   if path.relative_to(ROOT / "docs").parts[0] != "reference")]
 SKIP = re.compile(r"^<!-- examples: not run \(.+\) -->$")
 EXPECTED_EXIT = re.compile(r"#\s*exit (\d+)\s*$")
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=\$\(")
@@ -39,7 +46,7 @@ FOUND_NOTHING = re.compile(r"^No \w+( found)?\.$")
 
 @dataclass(frozen=True)
 class Example:
-    line: int  # where the command starts in README.md
+    line: int  # where the command starts in its page
     command: str
     setup: tuple[str, ...]  # the block's assignments before it
     exit_code: int
@@ -119,16 +126,20 @@ def demo_clone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
     return clone, env
 
 
-def test_every_shell_example_of_the_readme_runs_on_the_demo_data(demo_clone):
+def test_every_shell_example_of_the_readme_and_the_docs_runs_on_the_demo_data(demo_clone):
     clone, env = demo_clone
-    examples = readme_examples((ROOT / "README.md").read_text("utf-8"))
-    assert len(examples) >= 15, "the reader lost the README's examples"
-    failed = []
-    for example in examples:
+    examples = [(page, example) for page in PAGES for example in readme_examples(page.read_text("utf-8"))]
+    assert len({example.command for _, example in examples}) >= 40, "the reader lost the examples"
+    assert {page.name for page, _ in examples} >= {"README.md", "tutorial.md", "howto.md", "adopt.md"}
+    failed, ran = [], set()
+    for page, example in examples:
         script = "\n".join([*example.setup, example.command])
+        if script in ran:
+            continue
+        ran.add(script)
         proc = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
         shown = proc.stdout.strip() or proc.stderr.strip() or WRITES_A_FILE.search(example.command)
         if proc.returncode != example.exit_code or not shown or FOUND_NOTHING.match(proc.stdout.strip()):
-            failed.append(f"README.md:{example.line}: exit {proc.returncode} (expected {example.exit_code}): "
+            failed.append(f"{page.relative_to(ROOT)}:{example.line}: exit {proc.returncode} (expected {example.exit_code}): "
                           f"{example.command}\n{proc.stderr.strip()[-600:]}")
     assert not failed, "\n\n".join(failed)

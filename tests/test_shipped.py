@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
 ENTITY_SCHEMAS = sorted((ROOT / "schemas" / "entities").glob("*.y*ml"))
 INIT_TEMPLATES = sorted((ROOT / "tooling" / "obsrepo" / "templates" / "init").glob("*.y*ml"))  # tests/test_init.py runs them
-SHIPPED_YAML = [ROOT / "action.yml", ROOT / ".pre-commit-hooks.yaml", ROOT / ".pre-commit-config.yaml",
+# mkdocs.yml: the documentation site's configuration (tests/test_site.py builds the site with it)
+SHIPPED_YAML = [ROOT / "action.yml", ROOT / ".pre-commit-hooks.yaml", ROOT / ".pre-commit-config.yaml", ROOT / "mkdocs.yml",
                 *WORKFLOWS, *ENTITY_SCHEMAS, *INIT_TEMPLATES]
 
 

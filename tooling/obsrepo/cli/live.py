@@ -110,7 +110,7 @@ def mcp_command(transport: str, host: str, port: int, branch: str, watch_tree: b
 
     Agents query observations, read snapshots, provenance, relationships, timelines and
     history, check a document, and propose new observations, corrections, retractions,
-    relations and merges (the tools are listed in the README). Each write is one new commit on
+    relations and merges (docs/reference/mcp.md lists the tools). Each write is one new commit on
     the proposal branch (--branch); the work tree and the checked-out branch are never
     touched, and answers come from HEAD until a proposal is merged. The index stays open and
     is brought up to HEAD before each call. With --tenant (or OBSREPO_TENANT) every answer is

@@ -1,6 +1,6 @@
 """Every rule `check` applies, and the one the write path adds (`type-change`), by name, with
-the code its problems carry: the one list the README's rule tables, the test corpus and the
-JSON Schema coverage are held to (tests)."""
+the code its problems carry: the one list the rule tables of docs/guide/errors.md, the generated
+docs/reference/errors.md, the test corpus and the JSON Schema coverage are held to (tests)."""
 
 from __future__ import annotations
 
