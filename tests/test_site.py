@@ -1,6 +1,6 @@
 """The documentation site (mkdocs.yml, docs/): it builds with `mkdocs build --strict` (a page
 missing from the nav, a broken link or anchor fails), its generated reference pages are what
-the product says today."""
+the product says today, and the README stays a front door."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_the_generated_reference_is_fresh() -> None:
 
 def test_the_adopt_page_shows_what_init_writes_at_this_release() -> None:
     """The pre-commit configuration and the workflow on docs/adopt.md are init's own files (their
-    comments aside), pinned to this release."""
+    comments aside), pinned to this release, and so is the Action the README shows."""
     import re
 
     from obsrepo.ops.adopt import template
@@ -52,5 +52,18 @@ def test_the_adopt_page_shows_what_init_writes_at_this_release() -> None:
     shown = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "adopt.md").read_text("utf-8"),
                                                             flags=re.S)]
     assert shown == [yaml.safe_load(template("pre-commit-config.yaml")), yaml.safe_load(template("observations.yml"))]
-    assert f"uses: obsrepo/obsrepo@v{__version__}" in (ROOT / "docs" / "adopt.md").read_text("utf-8")
+    assert f"uses: obsrepo/obsrepo@v{__version__} " in (ROOT / "README.md").read_text("utf-8")
 
+
+def test_the_readme_is_a_front_door() -> None:
+    """README.md stays short (the reference lives in docs/), its first commands are the two a
+    newcomer runs, and its links into docs/ work on GitHub (relative paths that exist)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert len(readme.splitlines()) <= 200
+    first = re.findall(r"```sh\n(.*?)```", readme, flags=re.S)[:2]
+    assert "obsrepo check" in first[0] and "obsrepo query" in first[0] and "pytest" in first[1], first
+    links = re.findall(r"\]\(((?!https?:)[^)#]+)(?:#[^)]*)?\)", readme)
+    assert {link for link in links if link.startswith("docs/")} >= {"docs/tutorial.md", "docs/adopt.md", "docs/reference/cli.md"}
+    assert [link for link in links if not (ROOT / link).exists()] == []
