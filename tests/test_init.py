@@ -143,3 +143,29 @@ def test_a_file_where_a_folder_should_be_is_a_write_error_and_the_rest_is_whole(
     assert error["details"]["blocker"].endswith(".github") and "where a folder should be" in error["message"]
     assert repo.read(".github") == "not a folder\n"
     assert not [p for p in repo.path.rglob("*.tmp")]  # no partial file anywhere
+
+
+def test_the_mcp_client_configuration_of_the_readme_init_writes_starts_the_server(repo):
+    """The README stub's MCP client configuration is JSON a client reads, and the server it names
+    starts in the repository and lists its tools to the MCP SDK's own client."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    _init(repo)
+    (block,) = re.findall(r"```json\n(.*?)```", repo.read("README.md"), flags=re.S)
+    (server,) = json.loads(block)["mcpServers"].values()
+    assert server["command"] == "obsrepo" and server["args"] == ["mcp"] and server["cwd"] == "/path/to/this/repository"
+    repo.add(observation("obs-20260213-102500-0001"))
+    repo.commit("a first observation")
+
+    async def tools() -> set[str]:
+        # `obsrepo` is this checkout's `python -m obsrepo`; the folder is the repository init made
+        params = StdioServerParameters(command=sys.executable, args=["-m", "obsrepo", *server["args"]], cwd=str(repo.path),
+                                       env=repo.env)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            return {tool.name for tool in listed.tools}
+
+    assert {"observation_query", "check_document", "record_observation"} <= anyio.run(tools)
