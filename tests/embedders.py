@@ -70,13 +70,17 @@ def write_model(folder: Path, scale: float = 1.0) -> Path:
 class EmbeddingServer:
     """A loopback embedding server. `mode` decides its next answers: "ok", "429", "503",
     "401-echo" (refuses, repeating the Authorization header it got), "malformed", "wrong-dimension",
-    "slow" (answers after `delay` seconds)."""
+    "slow" (answers after `delay` seconds). With `hold_after` set, a request that comes once that
+    many texts were embedded waits for `release` (then answers 503): its client stays blocked
+    for as long as a test needs."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.mode = "ok"
         self.delay = 3.0
+        self.hold_after: int | None = None
+        self.release = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -96,6 +100,7 @@ class EmbeddingServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.release.set()
         self._http.shutdown()
         self._http.server_close()
 
@@ -107,6 +112,9 @@ class EmbeddingServer:
         texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
         self.requests.append({"path": handler.path, "model": request.get("model"), "texts": texts,
                               "authorization": handler.headers.get("Authorization")})
+        if self.hold_after is not None and len(self.texts) >= self.hold_after:
+            self.release.wait(60)
+            return self._send(handler, 503, b'{"error": {"message": "held"}}')
         if self.mode in ("429", "503"):
             return self._send(handler, int(self.mode), b'{"error": {"message": "busy"}}')
         if self.mode == "401-echo":

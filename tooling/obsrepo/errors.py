@@ -152,13 +152,13 @@ class QueryLimit(EnvironmentFault):
 # extras each one includes. A command run without its extra is an environment problem whose
 # message is the one install command that fixes it, never a bug (docs/design.md §8a).
 EXTRA_MODULES: dict[str, frozenset[str]] = {
-    "index": frozenset({"duckdb", "duckdb_extension_fts", "pyarrow", "adbc_driver_duckdb"}),
+    "index": frozenset({"duckdb", "duckdb_extension_fts", "pyarrow", "adbc_driver_duckdb", "numpy"}),
     "mcp": frozenset({"mcp", "mcp_types", "anyio", "uvicorn", "h11", "starlette", "sse_starlette", "httpx2", "httpcore2",
                       "truststore", "idna", "jsonschema", "jsonschema_specifications", "referencing", "rpds", "attr",
                       "attrs", "jwt", "cryptography", "_cffi_backend", "multipart", "python_multipart", "opentelemetry"}),
     "watch": frozenset({"watchdog"}),
     "publish": frozenset({"pyiceberg", "sqlalchemy", "pyroaring", "mmh3", "strictyaml", "tenacity", "cachetools", "zstandard"}),
-    "semantic": frozenset({"model2vec", "numpy", "tokenizers", "safetensors", "huggingface_hub", "joblib", "tqdm",
+    "semantic": frozenset({"model2vec", "tokenizers", "safetensors", "huggingface_hub", "joblib", "tqdm",
                            "jinja2", "markupsafe", "hf_xet", "fsspec", "cloudpickle"}),
     "serve": frozenset({"starlette", "jinja2", "markupsafe", "markdown_it", "mdurl", "uvicorn", "h11", "anyio", "idna",
                         "sniffio"}),

@@ -115,10 +115,14 @@ class Lease:
 
 
 class LiveIndex:
-    def __init__(self, git: Git, files: IndexFiles, progress: Callable[[int, int], None] | None = None) -> None:
+    def __init__(self, git: Git, files: IndexFiles, progress: Callable[[int, int], None] | None = None,
+                 embedder: Callable[[], Any] | None = None) -> None:
+        """`embedder`: the configured embedder's source (vectors.py): every update embeds what
+        the commits it brings in added, as `obsrepo index` would."""
         self.git = git
         self.files = files
         self.progress = progress
+        self.embedder = embedder
         self._refresh = threading.Lock()  # one refresher at a time; requests wait for it
         self._state = threading.Condition()  # the current generation and its use count
         self._current: _Generation | None = None
@@ -149,17 +153,17 @@ class LiveIndex:
         try:
             if watcher_pid(self.files.path) is not None:  # read your own commit (§8a): the watcher's update first
                 wait_for_watcher(self.files.path, head)
-            build_index(self.git, self.files, head, progress=self.progress)
+            build_index(self.git, self.files, head, progress=self.progress, embedder=self.embedder)
             return open_reader(self.files.path, overlay=True)
         except IndexFault:
-            return reader_at_least(self.git, self.files, head, progress=self.progress, overlay=True)
+            return reader_at_least(self.git, self.files, head, progress=self.progress, embedder=self.embedder, overlay=True)
 
     def rebuild(self) -> None:
         """Rebuild the index from git (it was found damaged) and reopen it."""
         with self._refresh:
             self._close_current()
             head = self.git.resolve("HEAD")
-            build_index(self.git, self.files, head, full=True, progress=self.progress)
+            build_index(self.git, self.files, head, full=True, progress=self.progress, embedder=self.embedder)
 
     def _close_current(self) -> None:
         """Close the open generation once the requests using it are done. DuckDB shares one

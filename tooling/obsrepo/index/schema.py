@@ -6,7 +6,7 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 from ..format.vocabulary import CLASSIFICATION_RANK  # noqa: F401 - re-exported
 from .columns import COMP_VERSIONS, OBS_VERSIONS, OBSERVATION, RECORD_COLUMNS, column_list, ddl
 
-FORMAT_VERSION = "6"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
+FORMAT_VERSION = "7"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 
 TABLES = f"""
@@ -22,10 +22,12 @@ CREATE TABLE commits (
 CREATE TABLE obs_records AS SELECT row_id, {RECORD_COLUMNS} FROM obs_versions LIMIT 0;
 CREATE TABLE obs_terms (row_id BIGINT NOT NULL, term VARCHAR NOT NULL, tf INTEGER NOT NULL);
 CREATE TABLE obs_doclen (row_id BIGINT NOT NULL, doc_len INTEGER NOT NULL);
--- recall (docs/design.md §15): each row's text key (the SHA-256 of what is embedded), and the
--- keys whose vectors the repository's vector cache holds under meta's `semantic_fingerprint`
-CREATE TABLE obs_texts (row_id BIGINT NOT NULL, text_key VARCHAR NOT NULL);
-CREATE TABLE embedded_texts (text_key VARCHAR NOT NULL);
+-- recall (docs/design.md §15): each row's text key (the first 128 bits of the SHA-256 of what
+-- is embedded); the segments of the repository's vector cache under meta's
+-- `semantic_fingerprint` this index has read, and where each key's vector is in them
+CREATE TABLE obs_texts (row_id BIGINT NOT NULL, text_key UHUGEINT NOT NULL);
+CREATE TABLE vector_segments (segment INTEGER NOT NULL, name VARCHAR NOT NULL, size BIGINT NOT NULL);
+CREATE TABLE embedded_texts (text_key UHUGEINT NOT NULL, segment INTEGER NOT NULL, slot INTEGER NOT NULL);
 {ddl("comp_versions", COMP_VERSIONS)}
 CREATE TABLE entity_snapshots (  -- at the indexed commit, over every tenant (see entity_table)
     entity_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, snapshot JSON NOT NULL, provenance JSON NOT NULL,

@@ -1,11 +1,15 @@
-"""Recall's part of a build (docs/design.md §15): each row's text key, and which texts have vectors.
+"""Recall's part of a build (docs/design.md §15): each row's text key, and where its vector is.
 
 Every observation row (at every commit of the chain, so `--at` an old commit finds its vectors)
-gets the key of the text that is embedded (`event`, a blank line, `body`). With an embedder
-configured, the texts whose vectors the repository's vector cache lacks are embedded and
-appended to it, and the index records the keys the cache holds under the embedder's
-fingerprint. A provider that is down never fails the build: the lexical index is published
-whole, the texts left are pending (`status`), and the next run embeds them.
+gets the key of the text that is embedded (`event`, a blank line, `body`): the first 128 bits of
+its SHA-256. With an embedder configured, the index catalogues the segments of the repository's
+vector cache (`vector_segments`: name and size; `embedded_texts`: each key's segment and slot,
+so a query maps its filtered rows to vectors in one join), embeds the texts the cache lacks and
+appends them to it. A segment is read whole (its checksum) once, when the index first records
+it; later builds only look at the folder's names and the recorded segments' sizes, so an update
+costs nothing per vector already there. A recorded segment gone or of another size is forgotten,
+and its texts embedded again. A provider that is down never fails the build: the lexical index
+is published whole, the texts left are pending (`status`), and the next run embeds them.
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ SEGMENT_TEXTS = 1024  # texts per cache segment: a provider failing midway keeps
 TEXT_SQL = "o.event || chr(10) || chr(10) || o.body"  # embed.cache.text_of, in SQL
 
 
+def key_sql(sha: str) -> str:
+    """The index's key of a text from its SHA-256 in hex (an SQL expression): the first 128 bits."""
+    return f"((('0x' || left({sha}, 16))::UBIGINT::UHUGEINT << 64) | ('0x' || substr({sha}, 17, 16))::UBIGINT)"
+
+
 def embeddings_root(git: Git) -> Path:
     """`<git common dir>/obsrepo/embeddings`: shared by every work tree and index of the repository."""
     common = git.run("rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip()
@@ -36,12 +45,12 @@ def open_cache(git: Git, embedder: Any) -> VectorCache:
 
 def key_new_rows(con: Any) -> None:
     """Give the rows added since the last build their text keys."""
-    con.execute(f"INSERT INTO obs_texts SELECT o.row_id, sha256({TEXT_SQL}) FROM obs_versions AS o "
-                "WHERE o.row_id > (SELECT coalesce(max(row_id), -1) FROM obs_texts) ORDER BY o.row_id")
+    con.execute(f"INSERT INTO obs_texts SELECT row_id, {key_sql('h')} FROM (SELECT o.row_id, sha256({TEXT_SQL}) AS h "
+                "FROM obs_versions AS o WHERE o.row_id > (SELECT coalesce(max(row_id), -1) FROM obs_texts)) ORDER BY row_id")
 
 
 def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) -> dict[str, Any] | None:
-    """Key the new rows; with an embedder, embed what the cache lacks and record what it holds.
+    """Key the new rows; with an embedder, catalogue the cache, embed what it lacks and record it.
     The answer: {fingerprint, embedded, pending, error} (distinct texts), None without an embedder."""
     key_new_rows(con)
     embedder = embedder_source() if embedder_source is not None else None
@@ -54,36 +63,64 @@ def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) 
         cache, error = None, exc.message
     fingerprint = cache.fingerprint if cache is not None else ""  # "": a remote model never reached yet
     if _meta(con, "semantic_fingerprint") != fingerprint:
-        con.execute("DELETE FROM embedded_texts")
+        con.execute("DELETE FROM embedded_texts; DELETE FROM vector_segments")
         con.execute("INSERT OR REPLACE INTO meta VALUES ('semantic_fingerprint', ?)", [fingerprint])
     if cache is not None:
+        catalogue(con, cache)
         error = _fill(con, cache, embedder)
     return {**(semantic_state(con) or {}), "error": error}
 
 
+def catalogue(con: Any, cache: VectorCache) -> None:
+    """Bring the index's record of the cache's segments up to the folder: forget a recorded
+    segment that is gone or changed, record (after its checksum) each segment not yet recorded."""
+    recorded = {name: (number, size) for number, name, size in con.execute("SELECT segment, name, size FROM vector_segments").fetchall()}
+    for name, (number, size) in recorded.items():
+        if _size(cache.folder / name) != size:
+            con.execute("DELETE FROM embedded_texts WHERE segment = ?", [number])
+            con.execute("DELETE FROM vector_segments WHERE segment = ?", [number])
+    for name in cache.names():
+        if name not in recorded:
+            segment = cache.open(name, verify=True)
+            if segment is not None:
+                _record(con, segment)
+
+
+def _record(con: Any, segment: Any) -> None:
+    """Record `segment` and the slot of each of its keys that no recorded segment holds yet."""
+    import numpy as np
+    import pyarrow as pa
+
+    number = con.execute("SELECT coalesce(max(segment), -1) + 1 FROM vector_segments").fetchone()[0]
+    con.execute("INSERT INTO vector_segments VALUES (?, ?, ?)", [number, segment.name, segment.size])
+    words = np.frombuffer(segment.keys, dtype=">u8").reshape(segment.count, 4)  # a key: 4 big-endian words
+    keys = pa.table({"high": words[:, 0].astype(np.uint64), "low": words[:, 1].astype(np.uint64),
+                     "slot": np.arange(segment.count, dtype=np.int32)})
+    con.register("segment_keys", keys)
+    try:
+        con.execute("INSERT INTO embedded_texts SELECT k.text_key, ?, min(k.slot) FROM "
+                    "(SELECT (high::UHUGEINT << 64) | low AS text_key, slot FROM segment_keys) AS k "
+                    "ANTI JOIN embedded_texts USING (text_key) GROUP BY k.text_key", [number])
+    finally:
+        con.unregister("segment_keys")
+
+
 def _fill(con: Any, cache: VectorCache, embedder: Any) -> str | None:
-    """Embed the pending texts the cache lacks, a segment at a time; record every pending text
-    the cache then holds. The provider's failure, if any."""
-    pending = [key for (key,) in con.execute("SELECT DISTINCT text_key FROM obs_texts "
-                                              "ANTI JOIN embedded_texts USING (text_key) ORDER BY 1").fetchall()]
-    missing = cache.missing(pending)
-    error = None
-    if missing:
-        con.execute("CREATE OR REPLACE TEMP TABLE wanted AS SELECT unnest(?::VARCHAR[]) AS text_key", [missing])
-        texts = dict(con.execute(f"SELECT t.text_key, any_value({TEXT_SQL}) FROM obs_texts AS t JOIN wanted USING (text_key) "
-                                 "JOIN obs_versions AS o USING (row_id) GROUP BY t.text_key").fetchall())
-        con.execute("DROP TABLE wanted")
-        for start in range(0, len(missing), SEGMENT_TEXTS):
-            chunk = missing[start:start + SEGMENT_TEXTS]
-            try:
-                vectors = embedder.embed([texts[key] for key in chunk])
-            except EmbedderFault as exc:
-                error = exc.message
-                break
-            cache.add(chunk, vectors)
-    held = set(cache.missing(pending))
-    con.execute("INSERT INTO embedded_texts SELECT unnest(?::VARCHAR[])", [[key for key in pending if key not in held]])
-    return error
+    """Embed the texts no recorded segment holds, a segment at a time, recording each segment
+    as it is written. The provider's failure, if any."""
+    texts = con.execute(f"SELECT any_value(sha256({TEXT_SQL})) AS sha, any_value({TEXT_SQL}) FROM obs_texts AS t "
+                        "JOIN obs_versions AS o USING (row_id) "
+                        "WHERE t.text_key NOT IN (SELECT text_key FROM embedded_texts) GROUP BY t.text_key ORDER BY sha").fetchall()
+    for start in range(0, len(texts), SEGMENT_TEXTS):
+        chunk = texts[start:start + SEGMENT_TEXTS]
+        try:
+            vectors = embedder.embed([text for _sha, text in chunk])
+        except EmbedderFault as exc:
+            return exc.message
+        segment = cache.add([sha for sha, _text in chunk], vectors)
+        if segment is not None:
+            _record(con, segment)
+    return None
 
 
 def semantic_state(con: Any) -> dict[str, Any] | None:
@@ -92,29 +129,43 @@ def semantic_state(con: Any) -> dict[str, Any] | None:
     fingerprint = _meta(con, "semantic_fingerprint")
     if fingerprint is None:
         return None
-    total, embedded = con.execute("SELECT (SELECT count(DISTINCT text_key) FROM obs_texts), "
-                                  "(SELECT count(*) FROM embedded_texts)").fetchone()
+    total, embedded = con.execute("SELECT count(DISTINCT text_key), count(DISTINCT text_key) FILTER "
+                                  "(WHERE text_key IN (SELECT text_key FROM embedded_texts)) FROM obs_texts").fetchone()
     return {"fingerprint": fingerprint or None, "embedded": embedded, "pending": total - embedded}
 
 
 def behind(git: Git, path: str, embedder_source: EmbedderSource | None) -> bool:
     """Whether an index already at its commit still has texts to embed or record for the
-    configured embedder (a provider that was down, another model); False without one."""
+    configured embedder (a provider that was down, another model, a recorded segment gone or
+    changed); False without one."""
     from .reader import open_reader
 
     embedder = embedder_source() if embedder_source is not None else None
     if embedder is None:
         return False
     try:
-        fingerprint = open_cache(git, embedder).fingerprint
+        cache: VectorCache | None = open_cache(git, embedder)
     except EmbedderFault:
-        fingerprint = ""
+        cache = None
+    fingerprint = cache.fingerprint if cache is not None else ""
     con = open_reader(path, fts=False, sandbox=False)
     try:
         state = semantic_state(con)
+        recorded = con.execute("SELECT name, size FROM vector_segments").fetchall()
     finally:
         con.close()
-    return state is None or state["fingerprint"] != (fingerprint or None) or (bool(fingerprint) and state["pending"] > 0)
+    if state is None or state["fingerprint"] != (fingerprint or None):
+        return True
+    if cache is None:
+        return False
+    return state["pending"] > 0 or any(_size(cache.folder / name) != size for name, size in recorded)
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _meta(con: Any, key: str) -> str | None:

@@ -47,10 +47,15 @@ class Query:
     user: str | None = None
     overlay: bool | None = None  # a running watcher's drafts; default: the session's setting
     # ranking by meaning (docs/design.md §15); match: default hybrid with an embedder and a text
-    match: str | None = None  # lexical | semantic | hybrid
+    match: Annotated[str | None, Field("How `text` (or `embedding`) ranks: lexical (BM25), semantic (cosine of the "
+                                       "vectors), hybrid (both); default hybrid with an embedder configured, else "
+                                       "lexical.", choices=("lexical", "semantic", "hybrid"))] = None
     alpha: float = 0.5  # the weight of the cosine in `cc` fusion
     fusion: str = "cc"  # cc | rrf
     semantic_k: int = 100  # how many nearest by cosine are candidates
+    embedding: Annotated[tuple[float, ...] | None,
+                         Field("The caller's own query vector, of the configured embedder's kind and size: ranks by "
+                               "meaning without embedding `text`.", max_items=8192)] = None
 
 
 class QueryPage(Answer):
@@ -64,7 +69,8 @@ MAX_SEMANTIC_K = 10_000
 
 def meaning(session: Session, request: Query) -> Any:
     """The engine's `Semantic` for a query ranked by meaning, None for the lexical path. The
-    query's text is embedded here (EMBEDDER_ERROR when the provider fails)."""
+    query's text is embedded here (EMBEDDER_ERROR when the provider fails), unless the caller
+    gave its own vector (`embedding`: of the configured embedder's kind and size)."""
     if request.match is not None and request.match not in MATCHES:
         raise UsageError(f"match '{request.match}' is lexical, semantic or hybrid", parameter="match")
     if request.fusion not in FUSIONS:
@@ -73,24 +79,47 @@ def meaning(session: Session, request: Query) -> Any:
         raise UsageError(f"alpha {request.alpha} is not between 0 and 1", parameter="alpha")
     if not 1 <= request.semantic_k <= MAX_SEMANTIC_K:
         raise UsageError(f"semantic_k {request.semantic_k} is not between 1 and {MAX_SEMANTIC_K}", parameter="semantic_k")
+    given = request.embedding is not None
     match = request.match
     if match is None:
-        match = "hybrid" if request.text and session.embedder() is not None else "lexical"
+        if request.text:
+            match = "hybrid" if given or session.embedder() is not None else "lexical"
+        else:
+            match = "semantic" if given else "lexical"
     if match == "lexical":
+        if given:
+            raise UsageError("embedding ranks by meaning: `match` lexical ranks by the text alone", parameter="embedding")
         return None
-    if not request.text:
-        raise UsageError(f"match {match} ranks by meaning and needs `text`", parameter="match")
+    if not request.text and not (given and match == "semantic"):
+        raise UsageError(f"match {match} ranks by meaning and needs `text`"
+                         + (" (hybrid: also with `embedding`, for its lexical half)" if given else ""), parameter="match")
+    field = "embedding" if given else "match"
     embedder = session.embedder()
     if embedder is None:
-        raise UsageError(f"match {match} needs an embedder, and none is configured: set OBSREPO_EMBEDDER or `embedder` "
-                         "(model2vec:<model folder>, openai:<model>, ollama:<model>), then run `obsrepo index`",
-                         parameter="match")
-    from ..index.vectors import open_cache
+        raise UsageError(f"{field}: ranking by meaning needs an embedder, and none is configured: set OBSREPO_EMBEDDER or "
+                         "`embedder` (model2vec:<model folder>, openai:<model>, ollama:<model>), then run `obsrepo index`",
+                         parameter=field)
     from ..read.semantic import Semantic
 
-    vectors = open_cache(session.git, embedder).vectors()
-    (vector,) = embedder.embed([request.text])
-    return Semantic(match, request.alpha, request.fusion, request.semantic_k, vector, vectors)
+    cache = session.vector_cache()
+    if given:
+        vector = _given_vector(request.embedding or (), cache.dimension, cache.fingerprint)
+    else:
+        (vector,) = embedder.embed([request.text])
+    return Semantic(match, request.alpha, request.fusion, request.semantic_k, vector, cache)
+
+
+def _given_vector(values: tuple[float, ...], dimension: int, fingerprint: str) -> Any:
+    """A caller's own query vector, as float32: as many finite numbers as the embedder's vectors have."""
+    import math
+    from array import array
+
+    if len(values) != dimension:
+        raise UsageError(f"embedding has {len(values)} numbers; the configured embedder's vectors ({fingerprint}) have "
+                         f"{dimension}", parameter="embedding")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+        raise UsageError("embedding holds only finite numbers", parameter="embedding")
+    return array("f", values)
 
 
 def filters(request: Query) -> Any:

@@ -51,6 +51,7 @@ class Session:
         self._live: Any = None  # a LiveIndex once `keep_open` was called
         self._embedder_spec = embedder
         self._embedder: Any = _UNLOADED
+        self._vectors: Any = None
 
     # -- revisions -----------------------------------------------------------------------
     def rev(self, name: str, field: str) -> Rev:
@@ -73,6 +74,15 @@ class Session:
             self._embedder = configured(self._embedder_spec, "embedder")
         return self._embedder
 
+    def vector_cache(self) -> Any:
+        """The repository's vector cache of the configured embedder (an `embed.cache.VectorCache`),
+        opened once: a long-running caller maps each segment once."""
+        if self._vectors is None:
+            from ..index.vectors import open_cache
+
+            self._vectors = open_cache(self.git, self.embedder())
+        return self._vectors
+
     # -- the index kept open ---------------------------------------------------------------
     def keep_open(self) -> None:
         """Serve many reads from one long-running process: keep a read-only connection to the
@@ -83,7 +93,7 @@ class Session:
         from ..index.live import LiveIndex
 
         if self._live is None:
-            self._live = LiveIndex(self.git, IndexFiles(self.index_file), progress=self.progress)
+            self._live = LiveIndex(self.git, IndexFiles(self.index_file), progress=self.progress, embedder=self.embedder)
 
     def close(self) -> None:
         if self._live is not None:

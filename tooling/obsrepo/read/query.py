@@ -109,7 +109,7 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
     order = f"timestamp {direction}, id {direction}"
     matching = f"SELECT o.row_id, o.timestamp, o.id FROM visible AS o WHERE {where}"
     page: list[tuple[int, float | None]]
-    if request.text and request.semantic is not None:
+    if request.semantic is not None:
         return _meaning_page(scope, matching, params, request, order)
     if request.text:
         page, total = _text_page(scope, matching, params, request, order)
@@ -144,20 +144,17 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
     weight}, the page with `semantic_coverage`."""
     from .semantic import ranked
 
-    def weights(ids: list[str]) -> dict[str, float]:
-        return {} if request.unweighted else _weights_of(scope, ids)
-
-    candidates, coverage = ranked(scope, matching, params, request.text or "", request.semantic, order, weights)
-    page = candidates[request.offset:request.offset + request.limit]
-    records = fetch_records(scope, [item.row_id for item in page])
+    page = ranked(scope, matching, params, request.text or "", request.semantic, order, not request.unweighted,
+                  request.offset, request.limit)
+    records = fetch_records(scope, [item.row_id for item in page.items])
     observations = []
-    for item in page:
+    for item in page.items:
         record = records[item.row_id]
         record["score"] = item.score
         record["scores"] = {"lexical": item.lexical, "semantic": item.semantic, "weight": item.weight}
         observations.append(record)
-    return {"observations": observations, "total": len(candidates), "limit": request.limit, "offset": request.offset,
-            "at_commit": scope.at_commit, "semantic_coverage": coverage}
+    return {"observations": observations, "total": page.total, "limit": request.limit, "offset": request.offset,
+            "at_commit": scope.at_commit, "semantic_coverage": page.coverage}
 
 
 def where_matching(scope: ReadScope, request: QueryRequest) -> tuple[str, list[Any]]:

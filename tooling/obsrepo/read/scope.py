@@ -89,6 +89,10 @@ class ReadScope:
     def rows(self, sql: str, params: list[Any] | tuple = ()) -> list[tuple]:
         return self.con.execute(sql, list(params)).fetchall()
 
+    def columns(self, sql: str, params: list[Any] | tuple = ()) -> dict[str, Any]:
+        """The answer as numpy arrays, one per column (no Python object per row)."""
+        return self.con.execute(sql, list(params)).fetchnumpy()
+
     def one(self, sql: str, params: list[Any] | tuple = ()) -> Any:
         """The first row (None when there is none)."""
         return self.con.execute(sql, list(params)).fetchone()

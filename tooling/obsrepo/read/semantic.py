@@ -7,6 +7,12 @@ commit, inputs and embedder give the same page. Candidates are the `k` nearest b
 in `hybrid` every BM25 hit too; relevance is `α·max(cos, 0) + (1−α)·bm25/max(bm25)` (`cc`) or
 reciprocal rank fusion (`rrf`, k = 60), rounded to 6 decimals, times the feedback weight; ties
 go by the default order.
+
+Speed: the index maps each filtered row to its vector's segment and slot (`embedded_texts`),
+so the rows' vectors are gathered from the mapped segments in one step per segment and
+screened by one float32 matrix-vector product. The cosines that decide (every row within the
+float32 error bound of the k-th, and every candidate) are then computed again in float64 from
+the same rows, one at a time alike, so a score never depends on which other rows were there.
 """
 
 from __future__ import annotations
@@ -24,14 +30,14 @@ RRF_K = 60
 @dataclass(frozen=True)
 class Semantic:
     """How to rank: `match` semantic|hybrid, `alpha`, `fusion` cc|rrf, `k` nearest, the query's
-    vector, and the vectors of the texts (text key → float32 vector, the repository's cache)."""
+    vector, and the repository's vector cache of the embedder (embed.cache.VectorCache)."""
 
     match: str
     alpha: float
     fusion: str
     k: int
     vector: Any
-    vectors: dict[str, Any]
+    cache: Any
 
 
 @dataclass(frozen=True)
@@ -43,56 +49,168 @@ class Ranked:
     weight: float
 
 
+@dataclass(frozen=True)
+class RankedPage:
+    """One page of candidates, best first; `total` candidates; `coverage` {candidates,
+    with_vectors} counts the filtered rows and those with vectors."""
+
+    items: list[Ranked]
+    total: int
+    coverage: dict[str, int]
+
+
 def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semantic, order: str,
-           weights: Any) -> tuple[list[Ranked], dict[str, int]]:
-    """Every candidate, best first, and the coverage {candidates, with_vectors} of the filtered
-    rows. `weights(ids)` gives each observation id's feedback weight (1.0 when unweighted)."""
-    rows = scope.rows(f"SELECT v.row_id, v.timestamp, v.id, t.text_key FROM ({matching}) AS v "
-                      f"LEFT JOIN obs_texts AS t USING (row_id) ORDER BY {order}", params)
-    position = {row_id: i for i, (row_id, _ts, _id, _key) in enumerate(rows)}  # the default order
-    ids = {row_id: obs_id for row_id, _ts, obs_id, _key in rows}
-    cosines = _cosines(how.vector, [(row_id, how.vectors[key]) for row_id, _ts, _id, key in rows if key in how.vectors])
-    nearest = sorted(cosines, key=lambda row_id: (-cosines[row_id], position[row_id]))[:how.k]
-    bm25: dict[int, float] = {}
-    if how.match == "hybrid":
-        bm25 = dict(scope.rows(f"{bm25_scored(matching)} SELECT row_id, score FROM scored", params + [text]))
-    candidates = sorted(set(nearest) | set(bm25), key=position.__getitem__)
-    top = max(bm25.values(), default=0.0)
-    # rounded first, as the records show them: a caller recomputes the score from its record
-    lexical = {row_id: round(bm25.get(row_id, 0.0) / top if top > 0 else 0.0, 6) for row_id in candidates}
-    semantic = {row_id: round(max(cosines.get(row_id, 0.0), 0.0), 6) for row_id in candidates}
-    weight_of = weights([ids[row_id] for row_id in candidates])
-    if how.fusion == "rrf":
-        fused = _rrf([nearest, sorted(bm25, key=lambda r: (-bm25[r], position[r]))], candidates)
-    else:
-        fused = {r: round(how.alpha * semantic[r] + (1 - how.alpha) * lexical[r], 6) for r in candidates}
-    answer = [Ranked(r, round(fused[r] * weight_of.get(ids[r], 1.0), 6), lexical[r], semantic[r], weight_of.get(ids[r], 1.0))
-              for r in candidates]
-    answer.sort(key=lambda item: -item.score)  # stable: ties keep the default order
-    return answer, {"candidates": len(rows), "with_vectors": len(cosines)}
-
-
-def _rrf(rankings: list[list[int]], candidates: list[int]) -> dict[int, float]:
-    fused = dict.fromkeys(candidates, 0.0)
-    for ranking in rankings:
-        for rank, row_id in enumerate(ranking, 1):
-            fused[row_id] += 1.0 / (RRF_K + rank)
-    return {row_id: round(value, 6) for row_id, value in fused.items()}
-
-
-def _cosines(query: Any, rows: list[tuple[int, Any]]) -> dict[int, float]:
-    """Exact cosine of the query with each row's vector; 0 for a zero vector (a text without a
-    known token), never NaN."""
+           weighted: bool, offset: int, limit: int) -> RankedPage:
+    """The candidates ranked, the page at `offset`; `weighted`: times each observation's
+    feedback weight (else 1.0). Only the candidates are put in the default order (SQL), and per
+    candidate only what the records show is computed in Python (the rounding a caller
+    repeats); the rest is arrays."""
     try:
         import numpy as np
     except ModuleNotFoundError as exc:
         raise (missing_extra(exc) or exc) from None
-    if not rows:
-        return {}
-    q = np.frombuffer(memoryview(query), dtype=np.float32).astype(np.float64)
-    matrix = np.frombuffer(b"".join(vector.tobytes() for _row, vector in rows), dtype=np.float32)
-    matrix = matrix.reshape(len(rows), len(q)).astype(np.float64)
-    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(q)
-    dots = matrix @ q
-    values = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-    return {row_id: float(value) for (row_id, _vector), value in zip(rows, values)}
+    filtered = np.sort(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
+    vectors = _Vectors(scope, how, filtered)
+    near = vectors.screen(how.k)  # row ids: a superset of the k nearest
+    hits, bm25 = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    if how.match == "hybrid":
+        found = scope.columns(f"{bm25_scored(matching)} SELECT row_id, score::DOUBLE AS score FROM scored", params + [text])
+        hits, bm25 = found["row_id"].astype(np.int64), found["score"]
+    involved = np.union1d(near, hits)
+    rank, weight_of = _order_and_weights(scope, involved, order, weighted)
+    cosine = vectors.exact(involved)  # aligned with `involved`
+    at = {row_id: i for i, row_id in enumerate(involved.tolist())}
+    near_at = np.asarray([at[r] for r in near.tolist()], dtype=np.int64)
+    nearest = involved[near_at[np.lexsort((rank[near_at], -cosine[near_at]))][:how.k]].tolist()  # ties: the default order
+    by_bm25 = hits[np.lexsort((rank[[at[r] for r in hits.tolist()]], -bm25))].tolist() if len(hits) else []
+    score_of = dict(zip(hits.tolist(), bm25.tolist()))
+    candidates = sorted(set(nearest) | set(score_of), key=lambda r: rank[at[r]])  # the default order
+    top = float(bm25.max()) if len(bm25) else 0.0
+    # rounded first, as the records show them: a caller recomputes the score from its record
+    lexical = [round(score_of[r] / top, 6) if r in score_of and top > 0 else 0.0 for r in candidates]
+    semantic = [round(max(float(cosine[at[r]]), 0.0), 6) for r in candidates]
+    weight = [weight_of[at[r]] for r in candidates]
+    if how.fusion == "rrf":
+        fused = _rrf([nearest, by_bm25], candidates)
+    else:
+        alpha = how.alpha
+        fused = [round(alpha * s + (1 - alpha) * lx, 6) for s, lx in zip(semantic, lexical)]
+    scores = [f if w == 1.0 else round(f * w, 6) for f, w in zip(fused, weight)]  # round(f × 1.0, 6) is f
+    best = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[offset:offset + limit].tolist()  # ties: default order
+    items = [Ranked(candidates[i], scores[i], lexical[i], semantic[i], weight[i]) for i in best]
+    return RankedPage(items, len(candidates), {"candidates": len(filtered), "with_vectors": vectors.count})
+
+
+def _order_and_weights(scope: ReadScope, row_ids: Any, order: str, weighted: bool) -> tuple[Any, list[float]]:
+    """Each row's rank in the default order, and its feedback weight (1.0 without feedback, or
+    unweighted), aligned with `row_ids`: one join over those rows only."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not len(row_ids):
+        return np.empty(0, dtype=np.int64), []
+    weight, join = ("w.weight", f"LEFT JOIN {scope.weights()} AS w ON w.observation_id = v.id") if weighted else ("1.0", "")
+    scope.con.register("candidate_rows", pa.table({"row_id": row_ids}))
+    try:  # a parameter list converts each value alone: a registered table is one array
+        found = scope.columns(f"SELECT c.row_id, coalesce({weight}, 1.0)::DOUBLE AS weight FROM candidate_rows AS c "
+                              f"JOIN visible AS v USING (row_id) {join} ORDER BY {order}")
+    finally:
+        scope.con.unregister("candidate_rows")
+    where = np.searchsorted(row_ids, found["row_id"])
+    rank = np.empty(len(row_ids), dtype=np.int64)
+    rank[where] = np.arange(len(where))
+    weights = np.ones(len(row_ids), dtype=np.float64)
+    weights[where] = found["weight"]
+    return rank, weights.tolist()
+
+
+class _Vectors:
+    """The filtered rows' vectors: each row's segment and slot (the index's `embedded_texts`,
+    read once per index generation), gathered from the mapped segments (a segment gone or
+    changed since the index recorded it: its rows have none)."""
+
+    def __init__(self, scope: ReadScope, how: Semantic, row_ids: Any) -> None:
+        import numpy as np
+
+        self.query = np.frombuffer(memoryview(how.vector), dtype=np.float32)
+        segment_of, slot_of, named = scope.remember(("vector slots",), lambda: _slots(scope))
+        known = (row_ids >= 0) & (row_ids < len(segment_of))  # a draft's row (negative) has no vector
+        segments = np.full(len(row_ids), -1, dtype=np.int64)
+        segments[known] = segment_of[row_ids[known]]
+        self.rows: list[tuple[Any, Any, Any]] = []  # (row ids, slots, segment) per segment
+        for number in np.unique(segments).tolist():
+            if number < 0 or number not in named:
+                continue
+            segment = how.cache.open(named[number][0], size=named[number][1])
+            if segment is not None:
+                ids = row_ids[segments == number]
+                self.rows.append((ids, slot_of[ids], segment))
+        self.count = sum(len(ids) for ids, _slots, _segment in self.rows)
+
+    def screen(self, k: int) -> Any:
+        """Row ids (sorted) that hold the `k` nearest by cosine: a float32 product over every
+        row, keeping each row within its error bound of the k-th; `exact` then decides."""
+        import numpy as np
+
+        if not self.rows:
+            return np.empty(0, dtype=np.int64)
+        query_norm = float(np.linalg.norm(self.query.astype(np.float64)))  # 0: every cosine is 0
+        ids = np.concatenate([i for i, _s, _seg in self.rows])
+        rough = np.concatenate([self._rough(slots, segment, query_norm) for _i, slots, segment in self.rows])
+        if len(rough) > k:
+            kth = np.partition(rough, len(rough) - k)[len(rough) - k]
+            margin = 4 * len(self.query) * 2.0 ** -24 + 1e-6  # float32's error bound on a cosine, twice
+            ids = ids[rough >= kth - margin]
+        return np.sort(ids).astype(np.int64)
+
+    def _rough(self, slots: Any, segment: Any, query_norm: float) -> Any:
+        import numpy as np
+
+        if len(slots) * 2 > segment.count:
+            dots = (segment.matrix @ self.query)[slots]
+        else:
+            dots = segment.matrix[slots] @ self.query
+        norms = segment.norms[slots] * query_norm
+        return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+    def exact(self, row_ids: Any) -> Any:
+        """Exact (float64) cosines of `row_ids` (sorted), 0 for a row without a vector or with a
+        zero vector (a text without a known token), never NaN. Each row alone, the same way
+        always, so a score never depends on which other rows were there."""
+        import numpy as np
+
+        found = np.zeros(len(row_ids), dtype=np.float64)
+        query = self.query.astype(np.float64)
+        query_norm = float(np.linalg.norm(query))
+        for ids, slots, segment in self.rows:
+            hit = np.isin(ids, row_ids, assume_unique=True)
+            if not hit.any():
+                continue
+            matrix = segment.matrix[slots[hit]].astype(np.float64)
+            dots = np.einsum("ij,j->i", matrix, query)
+            norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * query_norm
+            found[np.searchsorted(row_ids, ids[hit])] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+        return found
+
+
+def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]]]:
+    """Every indexed row's segment (-1: none) and slot, by row id, and the recorded segments:
+    over every tenant's rows (a map, indexed by the caller's filtered rows only)."""
+    import numpy as np
+
+    stored = f'"{scope.one("SELECT current_database()")[0]}".main'
+    found = scope.columns(f"SELECT t.row_id, e.segment, e.slot FROM {stored}.obs_texts AS t "
+                          f"JOIN {stored}.embedded_texts AS e USING (text_key)")
+    size = int(found["row_id"].max()) + 1 if len(found["row_id"]) else 0
+    segment_of, slot_of = np.full(size, -1, dtype=np.int32), np.zeros(size, dtype=np.int32)
+    segment_of[found["row_id"]], slot_of[found["row_id"]] = found["segment"], found["slot"]
+    named = {n: (name, s) for n, name, s in scope.rows(f"SELECT segment, name, size FROM {stored}.vector_segments")}
+    return segment_of, slot_of, named
+
+
+def _rrf(rankings: list[list[int]], candidates: list[int]) -> list[float]:
+    fused = dict.fromkeys(candidates, 0.0)
+    for ranking in rankings:
+        for rank, row_id in enumerate(ranking, 1):
+            fused[row_id] += 1.0 / (RRF_K + rank)
+    return [round(fused[row_id], 6) for row_id in candidates]

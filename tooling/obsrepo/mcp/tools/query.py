@@ -16,10 +16,12 @@ MODE = {"type": "string", "enum": ["short", "full", "json"], "default": "short",
 @read_tool(Query, "Query observations", {
     "scopes": "scopeIds", "type": "type", "source": "source", "after": "afterDate", "before": "beforeDate",
     "limit": "limit", "offset": "offset", "text": "text", "entity": "entity", "at": "at",
+    "match": "match", "embedding": "embedding",
 }, extras={"mode": MODE})
 def observation_query(session: Session, request: Query, mode: str = "short") -> Any:
     """Observations that match every filter given (AND), newest first (timestamp, then id), or
-    by relevance with `text`. Answers with the text of `obsrepo query` in the mode asked:
+    by relevance with `text` (by meaning too with `match` semantic or hybrid and the server's
+    embedder, or with the caller's own query vector `embedding`). Answers with the text of `obsrepo query` in the mode asked:
     `short` lines `[<ISO ms>] [<type>] <event>`, `full` entries with source, body, data and
     scopes, or `json`, the page object {observations, total, limit, offset, at_commit} (also
     as structured content). "No observations found." when nothing matches (text modes)."""

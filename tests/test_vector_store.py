@@ -1,0 +1,170 @@
+"""Recall's vector store (docs/design.md §15) under failure and among tenants: a real `kill -9`
+of `obsrepo index` between writing a segment and publishing the index, a segment damaged after
+an index recorded it, and the tenancy property (hypothesis) through the door the library and
+the MCP server use."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from embedders import EmbeddingServer, toy_vector, write_model
+from helpers import Repo, observation
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+WORDS = ["invoice", "bill", "paid", "settled", "shipment", "parcel", "late", "delayed", "acme", "the", "zzz"]
+
+
+def segments(repo: Repo) -> list[Path]:
+    return sorted((repo.path / ".git" / "obsrepo" / "embeddings").glob("*/*.vectors"))
+
+
+def run_json(repo: Repo, *args: str, env: dict[str, str]) -> Any:
+    proc = subprocess.run([sys.executable, "-m", "obsrepo", *args, "--format", "json"], cwd=repo.path,
+                          env={**repo.env, **env}, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_index_killed_between_a_segment_and_publishing_leaves_a_readable_correct_state(repo):
+    """The second batch of texts is held by the server: the process has written its first
+    segment (1024 texts) and published nothing when it is killed."""
+    count = 1100
+    for n in range(count):
+        event, body = ("invoice paid", "acme") if n % 2 else ("parcel late", "the shipment")
+        repo.add(observation(f"obs-20260210-09{n // 60 % 60:02d}{n % 60:02d}-{n:04d}", event=f"{event} {n}", body=body))
+    repo.commit("observations")
+    index_file = repo.path / ".obsrepo" / "index.duckdb"
+    with EmbeddingServer() as server:
+        env = server.env("openai:toy")
+        server.hold_after = 1 + 1024  # the size probe, then the first segment's texts
+        proc = subprocess.Popen([sys.executable, "-m", "obsrepo", "index", "--quiet"], cwd=repo.path,
+                                env={**repo.env, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while not segments(repo) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        proc.kill()  # SIGKILL: no handler, no cleanup
+        proc.wait()
+        server.release.set()
+        assert proc.returncode == -9, proc.stderr.read().decode() if proc.stderr else ""
+        (segment,) = segments(repo)
+        assert not index_file.exists(), "the index was published before the kill: the window was missed"
+        held = len(server.texts)
+        assert held == 1 + 1024
+        server.hold_after = None
+        page = run_json(repo, "query", "--text", "bill settled", "--match", "semantic", "--limit", "3", env=env)
+        assert page["semantic_coverage"] == {"candidates": count, "with_vectors": count}
+        assert all(r["event"].startswith("invoice paid") for r in page["observations"])
+        assert page["observations"][0]["scores"]["semantic"] == pytest.approx(1 / math.sqrt(3) * 2 / math.sqrt(2), abs=1e-6)
+        # the killed run's segment was used, not embedded again: only the rest, and the query
+        assert len(server.texts) == held + (count - 1024) + 1
+        assert segment.exists()
+        state = run_json(repo, "status", env=env)["semantic"]
+        assert state["embedded"] == count and state["pending"] == 0
+
+
+@pytest.fixture
+def indexed(repo: Repo, tmp_path: Path) -> tuple[Repo, dict[str, str]]:
+    env = {"OBSREPO_EMBEDDER": f"model2vec:{write_model(tmp_path / 'model')}"}
+    for n, (event, body) in enumerate([("invoice paid", "acme"), ("parcel late", "the shipment"), ("bill settled", "")]):
+        repo.add(observation(f"obs-20260210-09000{n}-000{n}", event=event, body=body or "acme"))
+    repo.commit("observations")
+    run_json(repo, "index", env=env)
+    return repo, env
+
+
+needs_model2vec = pytest.mark.skipif(__import__("importlib").util.find_spec("model2vec") is None,
+                                     reason="the semantic extra is not installed")
+
+
+@needs_model2vec
+def test_a_segment_truncated_after_the_index_recorded_it_is_recomputed_by_the_next_index(indexed):
+    repo, env = indexed
+    (segment,) = segments(repo)
+    whole = segment.read_bytes()
+    segment.write_bytes(whole[:-5])
+    query = ("query", "--text", "bill settled", "--match", "semantic")
+    damaged = run_json(repo, *query, env=env)  # no crash: its rows have no vectors until the next index
+    assert damaged["semantic_coverage"]["with_vectors"] == 0
+    assert not segment.exists(), "a segment of the wrong size is removed when found"
+    built = run_json(repo, "index", env=env)["semantic"]  # not --full: the index at its commit notices
+    assert built["embedded"] == 3 and built["pending"] == 0
+    again = run_json(repo, *query, env=env)
+    assert again["semantic_coverage"] == {"candidates": 3, "with_vectors": 3}
+    assert [r["event"] for r in again["observations"]][:2] == ["bill settled", "invoice paid"]
+
+
+# -- the tenancy property ---------------------------------------------------------------------
+
+MINE = [("invoice paid", "acme"), ("parcel late", "the shipment"), ("bill settled", "acme"), ("the", "zzz"),
+        ("shipment delayed", "invoice")]
+THEIRS = [("bill settled", "bill settled bill"), ("invoice paid", "acme"), ("parcel delayed", "invoice bill paid late"),
+          ("late late late", "parcel"), ("zzz", "the")]
+
+
+def tenant_rows(repo: Repo, rows: list[tuple[str, str]], org: str | None, start: int) -> None:
+    for n, (event, body) in enumerate(rows, start):
+        tenant = {"tenant": {"org": org}} if org else {}
+        repo.add(observation(f"obs-20260211-1000{n:02d}-00{n:02d}", event=event, body=body, **tenant))
+
+
+@pytest.fixture(scope="module")
+def alone_and_crowded(make_module_repo, tmp_path_factory) -> Any:
+    """northwind's rows alone, and the same rows among globex's and untenanted rows (some with
+    the same texts, so the same vectors): two kept-open sessions bound to northwind."""
+    pytest.importorskip("model2vec")
+    from obsrepo.ops import Session
+    from obsrepo.ops.values import Binding
+
+    model = f"model2vec:{write_model(tmp_path_factory.mktemp('model'))}"
+    alone, crowded = make_module_repo("alone"), make_module_repo("crowded")
+    tenant_rows(alone, MINE, "northwind", 0)
+    tenant_rows(crowded, MINE, "northwind", 0)
+    tenant_rows(crowded, THEIRS, "globex", 20)
+    tenant_rows(crowded, THEIRS[:2], None, 40)
+    sessions = []
+    for repo in (alone, crowded):
+        repo.commit("observations")
+        session = Session(str(repo.path), binding=Binding.of({"org": "northwind"}), embedder=model)
+        session.keep_open()
+        sessions.append(session)
+    yield sessions
+    for session in sessions:
+        session.close()
+
+
+queries = st.fixed_dictionaries({
+    "text": st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+    "match": st.sampled_from(["semantic", "hybrid"]),
+    "fusion": st.sampled_from(["cc", "rrf"]),
+    "alpha": st.sampled_from([0.0, 0.3, 0.5, 1.0]),
+    "semantic_k": st.integers(1, 6),
+    "limit": st.integers(1, 6),
+    "offset": st.integers(0, 3),
+    "own_vector": st.booleans(),
+})
+
+
+@needs_model2vec
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=queries)
+def test_a_bound_callers_page_is_the_same_whatever_other_tenants_rows_and_vectors_exist(alone_and_crowded, query):
+    from obsrepo.ops import Query, run
+
+    own = query.pop("own_vector")
+    if own:  # the caller's own vector in place of the embedded text
+        query["embedding"] = tuple(toy_vector(query["text"]))
+    pages = [run(session, Query(**query)).to_json() for session in alone_and_crowded]
+    for page in pages:
+        page.pop("at_commit")
+        for record in page["observations"]:
+            record.pop("commit")
+    assert pages[0] == pages[1]
+    assert pages[0]["semantic_coverage"] == {"candidates": len(MINE), "with_vectors": len(MINE)}
