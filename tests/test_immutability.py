@@ -441,7 +441,7 @@ def test_the_parallel_analysis_equals_the_serial_one(base: Repo, monkeypatch: py
     """With chunks of two documents, invalid documents, one blob at two paths and uncommitted
     edits, the work tree, staged and --base reports are those of the serial path."""
     from obsrepo.api import Repository
-    from obsrepo.gate import check
+    from obsrepo.gate import analysis
 
     on_branch(base)
     base.add(C, D)
@@ -461,6 +461,6 @@ def test_the_parallel_analysis_equals_the_serial_one(base: Repo, monkeypatch: py
 
     serial = reports()
     assert any(not report["ok"] for report in serial)
-    monkeypatch.setattr(check, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(check, "READ_CHUNK", 2)
+    monkeypatch.setattr(analysis, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(analysis, "READ_CHUNK", 2)
     assert reports() == serial

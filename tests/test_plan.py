@@ -113,7 +113,7 @@ def test_the_check_plan_resolves_the_request_before_reading_any_document(repo):
     plan = plan_check(git, CheckRequest(str(repo.path / "observations"), ("broken.md",), base="main"))
     assert plan.base_sha == base and not plan.staged and plan.immutability
     assert plan.wanted == {"observations/broken.md"}
-    cache = repo.path / ".git" / "obsrepo" / "check-cache.marshal"
+    cache = repo.path / ".git" / "obsrepo" / "facts.marshal"  # what a pull request's check keeps
     assert not cache.exists()  # nothing read, nothing cached yet
     report = apply_check(git, plan)
     assert cache.exists()

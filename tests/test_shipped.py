@@ -118,6 +118,20 @@ def test_the_action_uploads_the_static_preview_beside_the_summary():
     assert action["outputs"]["preview-dir"]["value"] == "${{ steps.preview.outputs.dir }}"
 
 
+def test_the_action_keeps_the_checks_facts_between_runs_by_the_base_commit():
+    """docs/ci-cache.md: a pull request's check reads only its own documents when the facts of
+    its base's tree are restored before it."""
+    steps = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["runs"]["steps"]
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
+    check = next(s for s in steps if "obsrepo check" in s.get("run", ""))
+    assert steps.index(cache) < steps.index(check)
+    where = next(s for s in steps if s.get("id") == "facts")
+    assert "--git-common-dir" in where["run"] and "obsrepo/facts.marshal" in where["run"]
+    assert cache["with"]["path"] == "${{ steps.facts.outputs.file }}"
+    assert cache["with"]["key"] == "obsrepo-facts-${{ inputs.base || github.event.pull_request.base.sha || github.sha }}"
+    assert cache["with"]["restore-keys"] == "obsrepo-facts-"
+
+
 def _run_hooks(repo, files: list[str]) -> list[tuple]:
     """Run every published hook as pre-commit would (its entry, then the matching staged files
     when it takes file names); every problem printed, one entry per printing."""

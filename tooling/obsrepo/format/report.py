@@ -60,6 +60,7 @@ class Issue:
 class Report:
     checked: int = 0
     issues: list[Issue] = field(default_factory=list)
+    read: int | None = None  # documents read and analysed, the others served by a cache (check)
 
     @property
     def ok(self) -> bool:
@@ -73,4 +74,5 @@ class Report:
             "ok": self.ok,
             "checked": self.checked,
             "issues": [i.as_dict() for i in self.sorted_issues()],
+            **({} if self.read is None else {"read": self.read}),
         }

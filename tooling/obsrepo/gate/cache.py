@@ -95,15 +95,21 @@ def _size(file: Path) -> int:
         return 0
 
 
+def serialized(digest: str, parts: list[bytes]) -> Iterator[bytes]:
+    """The bytes of a cache file: the header, then `parts`, marshalled dicts of entries (see
+    `load_entries`)."""
+    yield _MAGIC + marshal.dumps({"rules": digest, "sizes": [len(part) for part in parts]})
+    yield from parts
+
+
 def _store(file: Path, digest: str, parts: list[bytes]) -> None:
     """Write marshalled dicts of entries (see `load_entries`) in place of `file`, atomically."""
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.stem}.")
         with os.fdopen(fd, "wb") as handle:
-            handle.write(_MAGIC + marshal.dumps({"rules": digest, "sizes": [len(part) for part in parts]}))
-            for part in parts:
-                handle.write(part)
+            for chunk in serialized(digest, parts):
+                handle.write(chunk)
         os.replace(tmp, file)
     except OSError:
         pass  # a read-only git directory only costs speed
@@ -125,6 +131,7 @@ class AnalysisCache:
         self.digest = digest
         self.used: dict[str, list] = {}
         self.dirty = False
+        self.missed = 0  # documents asked for and not found: read and analysed by the caller
         self._records: dict[str, Any] | None = None  # loaded on first use
         self.new_records: dict[str, Any] = {}
         self.served: set[str] = set()  # keys whose record was used without reading their analysis
@@ -159,10 +166,12 @@ class AnalysisCache:
         key = entry_key(path, sha)
         row = self.entries.get(key)
         if row is None:
+            self.missed += 1
             return None
         try:
             analysis = Analysis.from_cache(path, row)
         except (TypeError, ValueError):
+            self.missed += 1
             return None
         self.used[key] = row
         return analysis

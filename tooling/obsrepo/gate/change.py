@@ -87,14 +87,16 @@ def check_change(git: Git, base: str, head: str, context: Context) -> Report:
     for path, analysis in analyses.items():
         report.issues.extend(analysis.issues)
         report.issues.extend(place(path, analysis))
-    report.issues.extend(_repository_rules(analyses, context))
+    report.issues.extend(rules_of_change(analyses, context))
     report.issues.extend(_entity_schemas(git, changes))
     report.issues.extend(first_of_each(issues))
     report.checked = len(analyses)
     return report
 
 
-def _repository_rules(analyses: dict[str, Analysis], context: Context) -> list[Issue]:
+def rules_of_change(analyses: dict[str, Analysis], context: Context) -> list[Issue]:
+    """The repository rules for the changed documents `analyses`, against the rest of the tree as
+    `context` gives it; problems of documents the change did not touch are not reported again."""
     changed = set(analyses)
     everything = dict(analyses)
     named = [(path, a.facts) for path, a in sorted(analyses.items()) if a.facts is not None]
@@ -141,4 +143,4 @@ def _entity_schemas(git: Git, changes: list) -> list[Issue]:
     return issues
 
 
-__all__ = ["GRAPH_TYPES", "Context", "Wanted", "check_change", "looked_up"]
+__all__ = ["GRAPH_TYPES", "Context", "Wanted", "check_change", "looked_up", "rules_of_change"]

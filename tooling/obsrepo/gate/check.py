@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from .. import errors
 from ..errors import UsageError
-from ..format.analyze import PARALLEL_THRESHOLD, analyze
+from ..format.analyze import analyze
 from ..format.report import Issue, Report
 from ..format.rules import Analysis, kind_of, place
 from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 from ..gitstore import Git
 from . import attributes, graph
+from .analysis import Judged, analyze_source
 from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
 from .cache import AnalysisCache, paused_gc
+from .facts import FactsStore, blob_key
 from .immutability import first_of_each, immutability_issues
-from .sources import REGULAR_MODES, Listed, Source, commit, not_a_file, staged, worktree_in_git
+from .sources import REGULAR_MODES, Source, commit, not_a_file, staged, worktree_in_git
 
 
 @dataclass
@@ -74,19 +74,42 @@ def apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None] 
 
 def _apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None] | None) -> Report:
     source, converted = _source(git, plan)
+    facts = FactsStore.open(git)
+    if plan.base_sha is not None:
+        from .pull import judge_change  # a pull request: what B..HEAD touches, the rest from `facts`
+
+        judged = judge_change(git, plan.base_sha, source, facts, plan.wanted, progress)
+    else:
+        judged = _judge_all(git, plan, source, facts, progress)
+    facts.save()
+    return _report(git, plan, source, converted, judged)
+
+
+def _judge_all(git: Git, plan: CheckPlan, source: Source, facts: FactsStore,
+               progress: Callable[[int, int], None] | None) -> Judged:
+    """Every document of the source, one by one and under the repository rules."""
     cache = AnalysisCache.open(git)
     analyses = analyze_source(source, cache, progress)
-    report = Report()
-    _check_outside(plan, analyses, report)
     changed: list[Issue] = []
     added = None
     if plan.immutability:
         changed, added = immutability_issues(git, plan.base_sha, source, analyses, cache)
     cache.save()
+    for item in source.listed:  # what a later `check --base` needs of these blobs
+        if item.path in analyses:
+            facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
+    rules = graph.repository_rules(analyses, added)
+    return Judged(analyses, changed, rules, cache.missed)
+
+
+def _report(git: Git, plan: CheckPlan, source: Source, converted: list[tuple[str, str, str]], judged: Judged) -> Report:
+    analyses = judged.analyses
+    report = Report(read=judged.read)
+    _check_outside(plan, analyses, report)
     # the attributes git applies to the documents: when it commits the index (--staged), or
     # when it reads and writes the work tree (.gitattributes at any depth, info/attributes)
     reader = index_reader(git) if plan.staged else worktree_reader(git)
-    changed = first_of_each(changed + attribute_issues(git, converted, reader))
+    changed = first_of_each(judged.changed + attribute_issues(git, converted, reader))
     reported = {(i.path, i.rule) for i in changed}
     for item in source.listed:
         if item.mode not in REGULAR_MODES and (item.path, not_a_file(item.path, item.mode).rule) not in reported:
@@ -94,14 +117,14 @@ def _apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None]
     for path, analysis in analyses.items():
         report.issues.extend(analysis.issues)
         report.issues.extend(place(path, analysis))
-    report.issues.extend(graph.repository_rules(analyses, added))
+    report.issues.extend(judged.rules)
     report.issues.extend(graph.classification_warnings(analyses))
     report.issues.extend(_entity_schemas(plan.root))
     report.issues.extend(_retention(plan.root))
     report.issues.extend(changed)
 
-    if plan.wanted is None:
-        report.checked += sum(1 for p in analyses if kind_of(p) != "other")
+    if plan.wanted is None:  # with a base, the untouched documents too: the rules judged them by their facts
+        report.checked += sum(1 for i in source.listed if i.mode in REGULAR_MODES and kind_of(i.path) != "other")
     else:
         # immutability and attributes concern the change as a whole: a deleted or renamed-away
         # path, or a .gitattributes, is never among the names pre-commit passes for documents
@@ -142,77 +165,6 @@ def _check_outside(plan: CheckPlan, analyses: dict[str, Analysis], report: Repor
         analysis = analyze(path, data)
         report.issues.extend(analysis.issues)
         report.checked += 1
-
-
-def analyze_source(source: Source, cache: AnalysisCache,
-                   progress: Callable[[int, int], None] | None = None) -> dict[str, Analysis]:
-    """Analyse every regular file of `source`, reusing cached results by blob id; `progress` is
-    told how many of the files not in the cache are done."""
-    analyses: dict[str, Analysis] = {}
-    todo: list[Listed] = []
-    for item in source.listed:
-        if item.mode not in REGULAR_MODES:
-            continue
-        hit = cache.get(item.path, item.sha)
-        if hit is None:
-            todo.append(item)
-        else:
-            analyses[item.path] = hit
-    if len(todo) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
-        results = _analyze_parallel(source, todo)
-    else:
-        # with the record: the index reuses it (gate/cache.py), so no document is parsed twice
-        results = (_with_record(item, analyze(item.path, data, with_record=True)) for item, data in source.read(todo))
-    step = max(1, len(todo) // 100)
-    for done, (item, analysis, record) in enumerate(results, 1):
-        analyses[item.path] = analysis
-        cache.put_row(item.path, item.sha, analysis.to_cache(), record)
-        if progress and (done % step == 0 or done == len(todo)):
-            progress(done, len(todo))
-    return analyses
-
-
-def _with_record(item: Listed, analysis: Analysis) -> tuple[Listed, Analysis, Any]:
-    record, analysis.record = analysis.record_to_cache(), None  # kept in the cache, not in memory
-    return item, analysis, record
-
-
-def _analyze_one(job: tuple[str, bytes]) -> tuple[list, Any]:
-    path, data = job
-    analysis = analyze(path, data, with_record=True)
-    return analysis.to_cache(), analysis.record_to_cache()
-
-
-READ_CHUNK = 1000  # documents a worker reads and analyses per task (one `git cat-file` for a git source)
-_FORKED: list[Source] = []  # the source forked workers read from
-
-
-def _analyze_chunk(items: list[Listed]) -> list[tuple[Listed, list, Any]]:
-    """In a forked worker: read `items` from the source and analyse them."""
-    return [(item, *_analyze_one((item.path, data))) for item, data in _FORKED[0].read(items)]
-
-
-def _analyze_parallel(source: Source, todo: list[Listed]) -> Iterable[tuple[Listed, Analysis, Any]]:
-    """Two worker processes analyse the documents. Forked workers read their own share (no
-    contents through pipes, reading overlaps analysing); spawned ones are sent the contents."""
-    import multiprocessing
-
-    if not hasattr(os, "fork"):
-        listed = list(source.read(todo))
-        with multiprocessing.get_context("spawn").Pool(min(2, os.cpu_count() or 1)) as pool:
-            rows = pool.imap(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
-            for (item, _), (row, record) in zip(listed, rows):  # in order, as each chunk is done (progress moves)
-                yield item, Analysis.from_cache(item.path, row), record
-        return
-    chunks = [todo[start:start + READ_CHUNK] for start in range(0, len(todo), READ_CHUNK)]
-    _FORKED[:] = [source]
-    try:
-        with multiprocessing.get_context("fork").Pool(min(2, os.cpu_count() or 1), initializer=gc.disable) as pool:
-            for done in pool.imap(_analyze_chunk, chunks):  # workers end with the job: no collector
-                for item, row, record in done:
-                    yield item, Analysis.from_cache(item.path, row), record
-    finally:
-        _FORKED.clear()
 
 
 ENTITY_SCHEMAS = ENTITY_SCHEMAS_DIR

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from .. import errors
@@ -23,12 +24,16 @@ ATTRIBUTE_FILES = (".gitattributes", ":(glob)**/.gitattributes")
 
 
 def immutability_issues(git: Git, base_sha: str | None, source: Source, analyses: dict[str, Analysis],
-                        cache: AnalysisCache) -> tuple[list[Issue], set[str]]:
+                        cache: AnalysisCache, before: AbstractSet[str] | None = None,
+                        near: AbstractSet[str] | None = None) -> tuple[list[Issue], set[str]]:
     """Issues of the change, and the documents it adds (preferred as the duplicate to report).
 
     With a base: every commit of base..HEAD against its parents (git objects, as stored), then
     the work tree against HEAD. Staged: git's index against HEAD. And the git attributes of
-    every commit of the range that touched a .gitattributes."""
+    every commit of the range that touched a .gitattributes. `before`: the base's document
+    paths, when the caller listed them already. `near`: the source's paths whose blob git did
+    not vouch for (`Source.hashed`); given, the work tree is compared with HEAD only where git's
+    own diff or `near` says it may differ, instead of listing HEAD's whole tree."""
     judge = Judge()
     attribute_commits: list[str] = []
     head = "HEAD" if git.has_head() else None
@@ -41,17 +46,34 @@ def immutability_issues(git: Git, base_sha: str | None, source: Source, analyses
             judge.commit(sha, per_parent)
             if any(is_attributes(c.path) for block in per_parent for c in block):
                 attribute_commits.append(sha)
-        before = {e.path for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)}
     ref = head or base_sha
-    reference = git.ls_tree(ref, *DOCUMENT_ROOTS) if ref else []
+    listed = source.listed
+    if near is not None and head is not None and base_sha is not None:
+        reference, listed = _near_head(git, near, source)
+    else:
+        reference = git.ls_tree(ref, *DOCUMENT_ROOTS) if ref else []
     if base_sha is None:
         before = {e.path for e in reference}
-    judge.changes(listing_changes(reference, source.listed), "")
+    elif before is None:
+        before = {e.path for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)}
+    judge.changes(listing_changes(reference, listed), "")
     issues = judge.issues + comprehension_edits(git, judge.edits, analyses, cache)
 
     for sha in attribute_commits:
         issues.extend(attributes_at(git, sha))
     return issues, {item.path for item in source.listed} - before
+
+
+def _near_head(git: Git, near: AbstractSet[str], source: Source) -> tuple[list[Entry], list[Listed]]:
+    """HEAD's entries and the source's documents at the paths where they may differ: what
+    `git diff HEAD` names, and `near`; everywhere else git found the work tree equal to HEAD."""
+    moved = git.diff("HEAD", "--", *DOCUMENT_ROOTS)
+    reference = [Entry(c.old_mode, c.old_sha, c.path) for c in moved if c.status != "A"]
+    paths = set(near) | {c.path for c in moved}
+    unnamed = sorted(set(near) - {c.path for c in moved})
+    for start in range(0, len(unnamed), 500):  # HEAD's entry of a path git did not name, if any
+        reference += git.ls_tree("HEAD", *(f":(literal){p}" for p in unnamed[start:start + 500]))
+    return reference, [item for item in source.listed if item.path in paths]
 
 
 def attributes_at(git: Git, sha: str) -> list[Issue]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .. import errors
 from ..format.report import Issue
@@ -28,8 +28,9 @@ def not_a_file(path: str, mode: str) -> Issue:
                  "a symlink under the document folders; documents are regular files")
 
 
-@dataclass(frozen=True)
-class Listed:
+class Listed(NamedTuple):
+    """A document of a source (a tuple: a source may list a million)."""
+
     path: str
     sha: str
     mode: str  # git mode text; "120000" symlink, "160000" submodule
@@ -38,12 +39,20 @@ class Listed:
 class Source:
     """A snapshot of the document folders."""
 
-    def __init__(self, listed: list[Listed], reader: Callable[[list[Listed]], Iterator[tuple[Listed, bytes]]]):
+    def __init__(self, listed: list[Listed], reader: Callable[[list[Listed]], Iterator[tuple[Listed, bytes]]],
+                 hashed: frozenset[str] | None = None):
         self.listed = sorted(listed, key=lambda item: item.path)
         self._reader = reader
+        # a work tree's files whose blob id was hashed from their bytes rather than taken from
+        # git's index (changed, untracked, converted by attributes); None: every one
+        self.hashed = hashed
 
     def read(self, items: Iterable[Listed]) -> Iterator[tuple[Listed, bytes]]:
         return self._reader([i for i in items if i.mode in REGULAR_MODES])
+
+    def only(self, items: list[Listed]) -> Source:
+        """These of its documents, read the same way."""
+        return Source(items, self._reader, self.hashed)
 
 
 def worktree(root: str) -> Source:
@@ -146,7 +155,7 @@ def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | Non
                     data = handle.read()
             yield item, data
 
-    return Source(list(listed.values()), reader)
+    return Source(list(listed.values()), reader, frozenset(contents))
 
 
 def _from_entries(git: Git, entries: list[Entry]) -> Source:

@@ -1,0 +1,105 @@
+"""Reading and analysing a source's documents, through the analysis cache or around it, and
+what the rules found of them (`check` of everything, `check --base` of a change)."""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..format.analyze import PARALLEL_THRESHOLD, analyze
+from ..format.report import Issue
+from ..format.rules import Analysis
+from .cache import AnalysisCache
+from .sources import REGULAR_MODES, Listed, Source
+
+
+@dataclass
+class Judged:
+    """What the rules found, before the findings every check shares are added."""
+
+    analyses: dict[str, Analysis]  # the documents judged one by one
+    changed: list[Issue]  # immutability (with a base or staged)
+    rules: list[Issue]  # repository rules
+    read: int  # documents read and analysed (the others came from a cache)
+
+
+def analyze_source(source: Source, cache: AnalysisCache,
+                   progress: Callable[[int, int], None] | None = None) -> dict[str, Analysis]:
+    """Analyse every regular file of `source`, reusing cached results by blob id; `progress` is
+    told how many of the files not in the cache are done."""
+    analyses: dict[str, Analysis] = {}
+    todo: list[Listed] = []
+    for item in source.listed:
+        if item.mode not in REGULAR_MODES:
+            continue
+        hit = cache.get(item.path, item.sha)
+        if hit is None:
+            todo.append(item)
+        else:
+            analyses[item.path] = hit
+    for item, analysis, record in analyzed(source, todo, progress):
+        analyses[item.path] = analysis
+        cache.put_row(item.path, item.sha, analysis.to_cache(), record)
+    return analyses
+
+
+def analyzed(source: Source, todo: list[Listed], progress: Callable[[int, int], None] | None = None,
+             ) -> Iterator[tuple[Listed, Analysis, Any]]:
+    """Read and analyse `todo` (past `PARALLEL_THRESHOLD` documents in two worker processes),
+    yielding each document's analysis and record as it is done, none kept."""
+    if len(todo) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
+        results = _analyze_parallel(source, todo)
+    else:
+        # with the record: the index reuses it (gate/cache.py), so no document is parsed twice
+        results = (_with_record(item, analyze(item.path, data, with_record=True)) for item, data in source.read(todo))
+    step = max(1, len(todo) // 100)
+    for done, result in enumerate(results, 1):
+        yield result
+        if progress and (done % step == 0 or done == len(todo)):
+            progress(done, len(todo))
+
+
+def _with_record(item: Listed, analysis: Analysis) -> tuple[Listed, Analysis, Any]:
+    record, analysis.record = analysis.record_to_cache(), None  # kept in the cache, not in memory
+    return item, analysis, record
+
+
+def _analyze_one(job: tuple[str, bytes]) -> tuple[list, Any]:
+    path, data = job
+    analysis = analyze(path, data, with_record=True)
+    return analysis.to_cache(), analysis.record_to_cache()
+
+
+READ_CHUNK = 1000  # documents a worker reads and analyses per task (one `git cat-file` for a git source)
+_FORKED: list[Source] = []  # the source forked workers read from
+
+
+def _analyze_chunk(items: list[Listed]) -> list[tuple[Listed, list, Any]]:
+    """In a forked worker: read `items` from the source and analyse them."""
+    return [(item, *_analyze_one((item.path, data))) for item, data in _FORKED[0].read(items)]
+
+
+def _analyze_parallel(source: Source, todo: list[Listed]) -> Iterable[tuple[Listed, Analysis, Any]]:
+    """Two worker processes analyse the documents. Forked workers read their own share (no
+    contents through pipes, reading overlaps analysing); spawned ones are sent the contents."""
+    import multiprocessing
+
+    if not hasattr(os, "fork"):
+        listed = list(source.read(todo))
+        with multiprocessing.get_context("spawn").Pool(min(2, os.cpu_count() or 1)) as pool:
+            rows = pool.imap(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
+            for (item, _), (row, record) in zip(listed, rows):  # in order, as each chunk is done (progress moves)
+                yield item, Analysis.from_cache(item.path, row), record
+        return
+    chunks = [todo[start:start + READ_CHUNK] for start in range(0, len(todo), READ_CHUNK)]
+    _FORKED[:] = [source]
+    try:
+        with multiprocessing.get_context("fork").Pool(min(2, os.cpu_count() or 1), initializer=gc.disable) as pool:
+            for done in pool.imap(_analyze_chunk, chunks):  # workers end with the job: no collector
+                for item, row, record in done:
+                    yield item, Analysis.from_cache(item.path, row), record
+    finally:
+        _FORKED.clear()

@@ -1,0 +1,77 @@
+"""`check --base B`, the check of a pull request: it costs what the change costs.
+
+Only the documents the change touches (those of the work tree whose blob differs from the
+merge base's, and any PATHS asked for) are read and judged one by one; the repository rules
+hold them against the rest of the tree through the compact facts of its blobs (`facts.py`),
+never read again once known. Immutability is still checked commit by commit over `B..HEAD`
+and the work tree (docs/design.md §2.6, §8). Problems of documents the change does not touch
+are not reported again: the base was checked when it was merged (as `obsrepo diff` judges a
+change, `change.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..format.rules import kind_of
+from ..gitstore import Git
+from .analysis import Judged, analyze_source, analyzed
+from .cache import AnalysisCache
+from .change import Wanted, rules_of_change
+from .facts import Compact, FactsStore, blob_key, matching
+from .immutability import immutability_issues
+from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source
+
+
+def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wanted: frozenset[str] | None,
+                 progress: Callable[[int, int], None] | None = None) -> Judged:
+    moved = _touched(git, base_sha, source) | (wanted or set())
+    touched: list[Listed] = []
+    rest: list[Listed] = []
+    for item in source.listed:
+        if item.mode in REGULAR_MODES:
+            (touched if item.path in moved else rest).append(item)
+    off = AnalysisCache(None, {}, "")  # the changed documents are new to every cache: read them
+    analyses = analyze_source(source.only(touched), off, progress)
+    # what the change adds is `touched` (the rules of the change prefer the rest's documents)
+    changed, _added = immutability_issues(git, base_sha, source, analyses, off, before=frozenset(), near=source.hashed)
+    known, read = _known(source, rest, facts, progress)
+    for item in touched:  # once merged, they are the rest of the next pull request
+        facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
+
+    def context(asked: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
+        return list(matching(((p, c) for p, c in known if p not in leave_out), asked.ids, asked.hashes,
+                             asked.entities, asked.graph_types, asked.relation_targets))
+
+    return Judged(analyses, changed, rules_of_change(analyses, context), off.missed + read)
+
+
+def _touched(git: Git, base_sha: str, source: Source) -> set[str]:
+    """The paths whose blob may differ from the merge base's: those git's own diff of the base
+    against the work tree names (compared in C, through the index's stat data), and those the
+    source hashed from their bytes itself (changed, untracked, converted by attributes)."""
+    if source.hashed is None:  # blobs not vouched for by git's index: compare every one
+        before = {e.path: e.sha for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)}
+        return {item.path for item in source.listed if before.get(item.path) != item.sha}
+    return {c.path for c in git.diff(base_sha, "--", *DOCUMENT_ROOTS)} | source.hashed
+
+
+def _known(source: Source, rest: list[Listed], facts: FactsStore,
+           progress: Callable[[int, int], None] | None) -> tuple[list[tuple[str, Compact]], int]:
+    """The compact facts of every untouched document, and how many had to be read: blobs the
+    store does not know yet are read and analysed (a first run, new rules), their facts kept."""
+    found: list[tuple[str, Compact]] = []
+    unknown: list[Listed] = []
+    for item in rest:
+        compact = facts.get(blob_key(kind_of(item.path), item.sha))
+        if compact is None:
+            unknown.append(item)
+        else:
+            found.append((item.path, compact))
+    for item, analysis, _record in analyzed(source, unknown, progress):
+        found.append((item.path, facts.learn(blob_key(kind_of(item.path), item.sha), analysis.facts)))
+    return found, len(unknown)
+
+
+__all__ = ["judge_change"]
