@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
@@ -19,6 +20,9 @@ from .revisions import FULL_SHA, quoted, revision_syntax_problem
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 NULL_SHA = "0" * 40
 NO_COMMITS = "the repository has no commits yet: commit the documents first (git add, git commit)"
+
+
+ATTR_SLICE = 20_000  # paths per `git check-attr`
 
 
 class Entry(NamedTuple):
@@ -180,7 +184,7 @@ class Git:
             mode, sha, stage = meta.decode().split(" ")
             if stage != "0":
                 raise GitError(f"{path.decode('utf-8', 'replace')} has unresolved merge conflicts")
-            entries.append(Entry(mode, sha, path.decode("utf-8", "surrogateescape")))
+            entries.append(Entry(sys.intern(mode), sha, path.decode("utf-8", "surrogateescape")))
         return entries
 
     def ls_tree(self, commit: str, *pathspecs: str) -> list[Entry]:
@@ -191,7 +195,7 @@ class Git:
                 continue
             meta, path = record.split(b"\t", 1)
             mode, _kind, sha = meta.decode().split(" ")
-            entries.append(Entry(mode, sha, path.decode("utf-8", "surrogateescape")))
+            entries.append(Entry(sys.intern(mode), sha, path.decode("utf-8", "surrogateescape")))
         return entries
 
     def diff(self, *args: str) -> list[Change]:
@@ -229,12 +233,17 @@ class Git:
 
     def check_attr(self, paths: list[str], attributes: tuple[str, ...], cached: bool = False) -> list[tuple[str, str, str]]:
         """(path, attribute, value) for every attribute git sets on a path (neither unspecified
-        nor unset); `cached` reads .gitattributes from the index only."""
-        if not paths:
-            return []
+        nor unset); `cached` reads .gitattributes from the index only. Asked in slices: git
+        answers every attribute of every path, several times the size of the paths."""
+        found: list[tuple[str, str, str]] = []
+        for start in range(0, len(paths), ATTR_SLICE):
+            found += self._check_attr(paths[start:start + ATTR_SLICE], attributes, cached)
+        return found
+
+    def _check_attr(self, paths: list[str], attributes: tuple[str, ...], cached: bool) -> list[tuple[str, str, str]]:
         stdin = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
         out = self.run("check-attr", "-z", "--stdin", *(["--cached"] if cached else []), *attributes, input=stdin)
-        # the common answer, nothing set on any path, found without splitting millions of fields
+        # the common answer, nothing set on any path, found without splitting the answer up
         # (a value is the only field between NULs that can read `unspecified`: paths have a folder)
         if out.count(b"\0unspecified\0") + out.count(b"\0unset\0") == len(paths) * len(attributes):
             return []
