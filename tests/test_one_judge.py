@@ -128,6 +128,8 @@ def test_every_caller_refuses_a_hostile_document_for_the_same_rules_in_the_same_
         head = repo.commit("the hostile one")
         review = json.loads(repo.obsrepo("diff", base, head, "--format", "json").stdout)
         found["diff"] = {_issue(p, messages) for p in review["problems"]}
+        # a pull request's check: the change read, the rest judged by its compact facts
+        found["check --base"] = {_issue(i, messages) for i in repo.check("--base", base).data["issues"]}
     finally:
         repo.git("reset", "-q", "--hard", base)
         (repo.path / doc.path).unlink(missing_ok=True)

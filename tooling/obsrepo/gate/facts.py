@@ -23,6 +23,7 @@ from __future__ import annotations
 import marshal
 import os
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -128,16 +129,17 @@ def expand(compact: Compact) -> dict[str, Any] | None:
 
 
 def matching(documents: Iterable[tuple[str, Compact]], ids: set[str], hashes: set[str], entities: set[str],
-             graph_types: set[str], relation_targets: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+             graph_types: set[str], relation_targets: set[str], paths: AbstractSet[str] = frozenset(),
+             ) -> Iterator[tuple[str, dict[str, Any]]]:
     """The documents a change's repository rules must see (see `change.Wanted`): those with one
-    of these ids, content hashes or entities, every retraction, and every document with a
-    relation of one of `graph_types` or to one of `relation_targets`."""
+    of these ids, content hashes or entities, every retraction, every document with a relation
+    of one of `graph_types` or to one of `relation_targets`, and those at `paths`."""
     digests = {bytes.fromhex(h) for h in hashes}
     for path, compact in documents:
         if not compact:
             continue
         assert isinstance(compact, tuple)
-        if compact[0] in ids:
+        if compact[0] in ids or path in paths:
             yield path, expand(compact)  # type: ignore[misc]
             continue
         if len(compact) == 1:

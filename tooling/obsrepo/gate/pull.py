@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..format.rules import kind_of
+from ..format.rules import Analysis, kind_of
 from ..gitstore import Git
 from .analysis import Judged, analyze_source, analyzed
 from .cache import AnalysisCache
@@ -41,10 +41,47 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
         facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
 
     def context(asked: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
+        # of each relation graph the change adds to, what its new edges reach, not the whole graph
+        reached = _reached(known, _graph_starts(analyses, asked.graph_types)) if asked.graph_types else set()
         return list(matching(((p, c) for p, c in known if p not in leave_out), asked.ids, asked.hashes,
-                             asked.entities, asked.graph_types, asked.relation_targets))
+                             asked.entities, set(), asked.relation_targets, reached))
 
     return Judged(analyses, changed, rules_of_change(analyses, context), off.missed + read)
+
+
+def _graph_starts(analyses: dict[str, Analysis], types: set[str]) -> dict[str, set[str]]:
+    """For each relation type, the entities the change's new edges of that type leave and reach."""
+    starts: dict[str, set[str]] = {kind: set() for kind in types}
+    for analysis in analyses.values():
+        facts = analysis.facts
+        if facts is not None and facts["kind"] == "observation":
+            for kind, target in facts["relations"]:
+                if kind in starts:
+                    starts[kind].update((facts["entity"], target))
+    return starts
+
+
+def _reached(known: list[tuple[str, Compact]], starts: dict[str, set[str]]) -> set[str]:
+    """The documents whose edges (of each type of `starts`) a walk from its entities follows: a
+    new edge u → v closes a cycle only through edges reachable from v, so the strongly connected
+    component holding it is whole among them; edges leaving u are there for the merge rule."""
+    edges: dict[str, dict[str, list[tuple[str, str]]]] = {kind: {} for kind in starts}
+    for path, compact in known:
+        if compact.__class__ is tuple and len(compact) == 5 and compact[4] is not None:  # type: ignore[arg-type]
+            entity = compact[2]  # type: ignore[index]
+            for kind, target in compact[4][3]:  # type: ignore[index]
+                if kind in edges:
+                    edges[kind].setdefault(entity, []).append((target, path))
+    paths: set[str] = set()
+    for kind, entities in starts.items():
+        seen, todo = set(entities), list(entities)
+        while todo:
+            for target, path in edges[kind].get(todo.pop(), ()):
+                paths.add(path)
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+    return paths
 
 
 def _touched(git: Git, base_sha: str, source: Source) -> set[str]:
