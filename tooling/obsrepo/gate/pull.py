@@ -67,9 +67,9 @@ def _reached(known: list[tuple[str, Compact]], starts: dict[str, set[str]]) -> s
     component holding it is whole among them; edges leaving u are there for the merge rule."""
     edges: dict[str, dict[str, list[tuple[str, str]]]] = {kind: {} for kind in starts}
     for path, compact in known:
-        if compact.__class__ is tuple and len(compact) == 5 and compact[4] is not None:  # type: ignore[arg-type]
-            entity = compact[2]  # type: ignore[index]
-            for kind, target in compact[4][3]:  # type: ignore[index]
+        if compact.__class__ is tuple and len(compact) == 5 and compact[4] is not None:
+            entity = compact[2]
+            for kind, target in compact[4][3]:
                 if kind in edges:
                     edges[kind].setdefault(entity, []).append((target, path))
     paths: set[str] = set()
