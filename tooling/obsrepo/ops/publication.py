@@ -132,8 +132,7 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
         reason_gone = read.REBASED if decided.rebased and offset == 0 else read.WITHHELD
         gone = {i: read.RETRACTED if i in after.retracted else reason_gone for i in before.ids - after.ids}
         withheld.update(i for i, reason in gone.items() if reason == read.WITHHELD)
-        changed = {e: s for e, s in after.entities.items() if before.entities.get(e) != s}
-        changed.update({e: ("{}", "{}", True, None) for e in before.entities.keys() - after.entities.keys()})
+        changed = _changed_snapshots(scope, before, after, parents[commit.sha] if offset else decided.base)
         for name, table in read.additions(scope, repo, seq, after.ids - before.ids).items():
             parts[name].append(table)
         parts["observation_removals"].append(read.removals(scope, repo, seq, gone))
@@ -144,6 +143,36 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     erased = withheld - before.ids
     tables = {name: _without(name, _concat(tables), erased) for name, tables in parts.items()}
     return PublicationRows(repo, rev, "publish", tuple(seqs), tables, decided.rebased, tuple(sorted(erased)))
+
+
+def _changed_snapshots(scope: Any, before: Any, after: Any, previous: str | None) -> dict[str, Any]:
+    """The entities whose snapshot differs between `before` (the state of `previous`, the
+    commit before) and `after` (the scope's commit), with their snapshot after; `after`
+    keeps what it learnt. A snapshot `before` does not know yet is reduced at `previous`."""
+    from ..read import publication as read
+
+    entities = read.touched(before, after)
+    after.snapshots = read.snapshots_of(scope, after, entities)
+    after.complete = entities is None
+    if entities is None:
+        entities = set(after.snapshots)
+    if not before.complete and (after.complete or entities - before.snapshots.keys()):
+        here = scope.at_commit
+        scope.move_to(previous)
+        before.snapshots.update(read.snapshots_of(scope, before, None if after.complete else entities - before.snapshots.keys()))
+        scope.move_to(here)
+    if after.complete:
+        entities |= {e for e, snap in before.snapshots.items() if snap is not read.ABSENT}
+        after.snapshots.update({e: read.ABSENT for e in entities - after.snapshots.keys()})
+    else:
+        after.snapshots = {**before.snapshots, **after.snapshots}
+        after.complete = before.complete
+    changed = {}
+    for entity in entities:
+        old, new = before.snapshots.get(entity), after.snapshots.get(entity)
+        if old != new:
+            changed[entity] = ("{}", "{}", True, None) if new is read.ABSENT else new
+    return changed
 
 
 def _commit_row(repo: str, seq: int, commit: Any, parent: str | None, published_at: datetime) -> Any:
