@@ -83,12 +83,12 @@ def read_pyiceberg(repo: Repo) -> dict[str, list[dict]]:
     return {name: catalog.load_table(("obsrepo", name)).scan().to_arrow().to_pylist() for name in TABLES}
 
 
-def read_duckdb(repo: Repo) -> dict[str, list[dict]]:
+def read_duckdb(repo: Repo, con: Any = None) -> dict[str, list[dict]]:
     import duckdb
     import duckdb_extension_avro
     import duckdb_extension_iceberg
 
-    con = duckdb.connect()
+    con = con or duckdb.connect()
     for package, name in ((duckdb_extension_avro, "avro"), (duckdb_extension_iceberg, "iceberg")):  # avro first
         folder = Path(package.__file__).parent / "extensions" / f"v{duckdb.__version__}"
         con.execute(f"LOAD '{(folder / f'{name}.duckdb_extension').as_posix()}'")
@@ -235,3 +235,52 @@ def test_an_unknown_catalog_is_an_environment_error(repo: Repo) -> None:
     error = json.loads(proc.stdout)["error"]
     assert (error["code"], error["details"]["parameter"]) == ("PUBLISH_ERROR", "--catalog")
     assert "PYICEBERG_CATALOG__NOWHERE__" in error["message"]
+
+
+# -- the readers' SQL of docs/publication.md, run by DuckDB on the published tables ------------
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "publication.md"
+
+
+def duckdb_queries() -> list[str]:
+    """The ```sql blocks of the page's DuckDB section that are not marked as not run."""
+    section = DOCS.read_text("utf-8").split("\n## DuckDB\n", 1)[1].split("\n## ", 1)[0]
+    lines, queries, block = section.splitlines(), [], None
+    for number, line in enumerate(lines):
+        if line == "```sql" and not lines[number - 1].startswith("<!-- examples: not run"):
+            block = []
+        elif line == "```" and block is not None:
+            queries.append("\n".join(block))
+            block = None
+        elif block is not None:
+            block.append(line)
+    return queries
+
+
+def test_the_duckdb_sql_of_the_docs_answers_as_query_and_snapshot_do(history: tuple[Repo, list[str]],
+                                                                     answer: Callable[..., Any]) -> None:
+    import duckdb
+
+    repo, shas = history
+    as_of_commit, entity_snapshot, changes, changed_entities = duckdb_queries()
+    con = duckdb.connect()
+    read_duckdb(repo, con)  # loads the extensions
+    con.execute("CREATE SCHEMA obsrepo")
+    catalog = open_catalog(repo)
+    for name in TABLES:
+        location = catalog.load_table(("obsrepo", name)).metadata_location.removeprefix("file://")
+        con.execute(f"CREATE VIEW obsrepo.{name} AS SELECT * FROM iceberg_scan('{location}')")
+    con.execute("SET VARIABLE repo = (SELECT any_value(repo) FROM obsrepo.commits)")  # the only repository
+    con.execute(f"SET VARIABLE entity = '{ACME}'")
+    for sha in shas:
+        con.execute(f"SET VARIABLE sha = '{sha}'")
+        assert {row[1] for row in con.execute(as_of_commit).fetchall()} == answer(query_ids, sha)  # column 2 is id
+        snapshot = con.execute(entity_snapshot).fetchone()
+        expected = answer(snapshot_at, ACME, sha)
+        assert (json.loads(snapshot[2]), json.loads(snapshot[3])) == (expected["snapshot"], expected["provenance"])
+    con.execute(f"SET VARIABLE from_sha = '{shas[0]}'")
+    con.execute(f"SET VARIABLE to_sha = '{shas[2]}'")
+    before, after = answer(query_ids, shas[0]), answer(query_ids, shas[2])
+    rows = con.execute(changes).fetchall()
+    assert {row[1] for row in rows if row[0] == "added"} == after - before
+    assert {(row[0], row[1]) for row in rows if row[0] != "added"} == {("retracted", id) for id in before - after}
+    assert {row[0] for row in con.execute(changed_entities).fetchall()} == {ACME, "company/globex"}
