@@ -10,7 +10,7 @@ Reports, with the baseline measured in the same run (whole processes, wall and C
   incremental           `obsrepo publish` after a commit of 10 observations, ≤ 1.5 s
   50 increments         the 1st and the 50th of 50 such publishes, and how the observations
                         table's metadata grew (snapshots, metadata.json bytes), 50th ≤ 1.5× 1st
-  DuckDB as of X        one entity's snapshot as of an old commit, the SQL of docs/publication.md
+  DuckDB as of X        one entity's snapshot as of an old commit, the SQL of docs/guide/publication.md
                         over iceberg_scan: cold (a new connection) and warm medians
 """
 
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "publication.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "guide" / "publication.md"
 
 
 def run(cmd: list[str], cwd: str, env: dict[str, str]) -> tuple[float, float]:

@@ -237,8 +237,8 @@ def test_an_unknown_catalog_is_an_environment_error(repo: Repo) -> None:
     assert "PYICEBERG_CATALOG__NOWHERE__" in error["message"]
 
 
-# -- the readers' SQL of docs/publication.md, run by DuckDB on the published tables ------------
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "publication.md"
+# -- the readers' SQL of docs/guide/publication.md, run by DuckDB on the published tables ------------
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "guide" / "publication.md"
 
 
 def duckdb_queries() -> list[str]:
