@@ -87,7 +87,7 @@ def _filters(request: QueryRequest) -> tuple[str, list[Any]]:
         clauses.append("o.entity = ?")
         params.append(request.entity)
     if request.entities:
-        clauses.append("list_contains(?::VARCHAR[], o.entity)")
+        clauses.append("o.entity IN (SELECT unnest(?::VARCHAR[]))")  # a hash join, not a list search per row
         params.append(list(request.entities))
     if request.max_classification is not None:
         clauses.append("o.class_rank <= ?")
@@ -114,8 +114,9 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
     if request.text:
         page, total = _text_page(scope, matching, params, request, order)
     else:
-        rows = scope.rows(f"SELECT row_id, count(*) OVER () FROM ({matching}) ORDER BY {order} LIMIT ? OFFSET ?",
-                          params + [request.limit, request.offset])
+        # the count as a scalar subquery: a window over every match would carry them all to the top-N
+        rows = scope.rows(f"SELECT row_id, (SELECT count(*) FROM ({matching})) FROM ({matching}) ORDER BY {order} "
+                          "LIMIT ? OFFSET ?", params + params + [request.limit, request.offset])
         page = [(row_id, None) for row_id, _ in rows]
         if rows:
             total = rows[0][1]

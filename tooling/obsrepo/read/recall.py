@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from ..format.reduce import Obs, merge_map, reduce_entity, retracted_ids, survivor
-from ..index.reducer_rows import ROW, as_obs, load_policies, special_rows
-from .query import QueryRequest, retracted_rows, run_query
+from ..format.reduce import Obs, merge_map, retracted_ids, survivor
+from ..index.reducer_rows import CANDIDATES, load_policies, special_rows
+from .query import QueryRequest, run_query, where_matching
 from .scope import ReadScope
 
 CHARS_PER_TOKEN = 4
@@ -84,10 +84,12 @@ def recall(scope: ReadScope, request: RecallRequest) -> dict[str, Any]:
     ordered, entity_total = _entity_order(scope, request, named, relevant["observations"], merges)
     reduced = _snapshots(scope, ordered, special, merges)
     snapshots = [s for s in reduced if s["snapshot"]]  # deleted, or nothing left in view: no facts to cite
-    commits = _commits(scope, {_first(p) for s in snapshots for p in s["provenance"].values()})
+    family = _families([s["entity_id"] for s in snapshots], merges)
+    belief_rows, belief_total = _belief_rows(scope, family, [o["id"] for o in relevant["observations"]])
+    commits = _commits(scope, {_first(p) for s in snapshots for p in s["provenance"].values()}
+                       | {cited for row in belief_rows for cited in row[3]})
     entities = [_entity_item(s, commits) for s in snapshots]
-    cited = {o.id for o in _rows_of(scope, _families([s["entity_id"] for s in snapshots], merges))}
-    beliefs, belief_total = _beliefs(scope, cited | {o["id"] for o in relevant["observations"]})
+    beliefs = _belief_items(belief_rows, commits)
     observations = [_observation_item(o) for o in relevant["observations"]]
     sections = [
         _Section("entities", "## Entities", entities, entity_total - (len(reduced) - len(snapshots))),
@@ -122,51 +124,43 @@ def _families(entities: Iterable[str], merges: dict[str, str]) -> tuple[str, ...
 
 def _entity_order(scope: ReadScope, request: RecallRequest, named: list[str], relevant: list[dict[str, Any]],
                   merges: dict[str, str]) -> tuple[list[str], int]:
-    """The entities of the block in order (at most MAX_ENTITIES) and how many are in scope."""
+    """The entities of the block in order (at most MAX_ENTITIES) and how many are in scope: those
+    the relevant observations are about, then the most recently observed (ties by id). One
+    aggregate over the scope's rows, merged entities counted with their survivor; only the
+    first MAX_ENTITIES by recency (and the relevant ones) come back."""
     if named:
         return named[:MAX_ENTITIES], len(named)
-    where, params = ["o.entity IS NOT NULL"], list[Any]()
-    if request.query.scopes:
-        where.append("(" + " OR ".join("list_contains(o.scope, ?)" for _ in request.query.scopes) + ")")
-        params.extend(request.query.scopes)
-    hidden = retracted_rows(scope)
-    if hidden:
-        where.append("NOT list_contains(?::BIGINT[], o.row_id)")
-        params.append(hidden)
-    rows = scope.rows(f"SELECT o.entity, max(o.timestamp) AS latest FROM visible AS o WHERE {' AND '.join(where)} "
-                      "GROUP BY o.entity", params)
-    latest: dict[str, Any] = {}
-    for entity, moment in rows:
-        target = survivor(entity, merges)
-        latest[target] = max(moment, latest.get(target, moment))
-    first = [survivor(o["entity"], merges) for o in relevant if o["entity"] and request.query.text]
-    by_recency = sorted(sorted(latest), key=latest.__getitem__, reverse=True)  # newest first, then by id
-    ordered = list(dict.fromkeys([e for e in first if e in latest] + by_recency))
-    return ordered[:MAX_ENTITIES], len(latest)
-
-
-def _rows_of(scope: ReadScope, family: tuple[str, ...]) -> list[Obs]:
-    if not family:
-        return []
-    return [as_obs(row) for row in scope.rows(f"SELECT {ROW} FROM visible AS o WHERE o.entity IN "
-                                              "(SELECT unnest(?::VARCHAR[]))", [list(family)])]
+    where, params = where_matching(scope, QueryRequest(scopes=request.query.scopes))
+    target, joined = "o.entity", list[Any]()
+    if merges:
+        target = "coalesce(m.survivor, o.entity)"
+        joined = [sorted(merges), [survivor(e, merges) for e in sorted(merges)]]
+    first = list(dict.fromkeys(survivor(o["entity"], merges) for o in relevant if o["entity"] and request.query.text))
+    rows = scope.rows(
+        f"SELECT target, count(*) OVER () FROM (SELECT {target} AS target, max(o.timestamp) AS latest FROM visible AS o"
+        + (" LEFT JOIN (SELECT unnest(?::VARCHAR[]) AS entity, unnest(?::VARCHAR[]) AS survivor) AS m"
+           " ON m.entity = o.entity" if merges else "")
+        + f" WHERE o.entity IS NOT NULL AND {where} GROUP BY ALL) "
+        "QUALIFY row_number() OVER (ORDER BY latest DESC, target) <= ? OR target IN (SELECT unnest(?::VARCHAR[])) "
+        "ORDER BY latest DESC, target",  # newest first, then by id
+        joined + params + [MAX_ENTITIES, first])
+    by_recency = [entity for entity, _ in rows]
+    ordered = list(dict.fromkeys([e for e in first if e in by_recency] + by_recency))
+    return ordered[:MAX_ENTITIES], (rows[0][1] if rows else 0)
 
 
 def _snapshots(scope: ReadScope, entities: list[str], special: list[Obs], merges: dict[str, str]) -> list[dict[str, Any]]:
-    """The reduced snapshots of `entities` (one read of their rows), as `snapshot` has them."""
-    rows = _rows_of(scope, _families(entities, merges))
-    by_target: dict[str, dict[str, Obs]] = {e: {} for e in entities}
-    for obs in rows:
-        if obs.entity is not None and survivor(obs.entity, merges) in by_target:
-            by_target[survivor(obs.entity, merges)][obs.id] = obs
-    result = []
-    for entity in entities:
-        candidates = by_target[entity]
-        for extra in special:
-            candidates.setdefault(extra.id, extra)
-        policies = load_policies(scope.git, scope.at_commit, entity.split("/", 1)[0])
-        result.append(reduce_entity(entity, candidates.values(), policies, at_commit=scope.at_commit))
-    return result
+    """The reduced snapshots of `entities`, as `snapshot` has them, by the SQL reducer over their
+    rows alone (an entity with no row left reads as an empty snapshot)."""
+    from ..index.sqlreduce import reduce_all
+
+    if not entities:
+        return []
+    policies = {(kind, name): policy for kind in sorted({e.split("/", 1)[0] for e in entities})
+                for name, policy in load_policies(scope.git, scope.at_commit, kind).items()}
+    reduced = reduce_all(scope.con, CANDIDATES.format(relation="visible", where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
+                         [list(_families(entities, merges))], special, policies, at_commit=scope.at_commit)
+    return [reduced.get(e) or {"entity_id": e, "snapshot": {}, "provenance": {}} for e in entities]
 
 
 def _first(provenance: Any) -> str:
@@ -177,7 +171,7 @@ def _commits(scope: ReadScope, ids: set[str]) -> dict[str, str]:
     """observation id → the commit that added it."""
     if not ids:
         return {}
-    return dict(scope.rows('SELECT o.id, o."commit" FROM visible AS o WHERE list_contains(?::VARCHAR[], o.id)',
+    return dict(scope.rows('SELECT o.id, o."commit" FROM visible AS o WHERE o.id IN (SELECT unnest(?::VARCHAR[]))',
                            [sorted(ids)]))
 
 
@@ -209,23 +203,32 @@ def _entity_item(snap: dict[str, Any], commits: dict[str, str], keep: int | None
                  None if keep is not None else lambda n: _entity_item(snap, commits, n))
 
 
-def _beliefs(scope: ReadScope, observation_ids: set[str]) -> tuple[list[_Item], int]:
-    """Beliefs that cite any of `observation_ids`, most recently updated first (at most
-    MAX_ENTITIES), and how many there are; at a commit off the indexed chain, none."""
+def _belief_rows(scope: ReadScope, family: tuple[str, ...], relevant: list[str]) -> tuple[list[tuple], int]:
+    """Beliefs that cite an observation of the entities of `family` or one of `relevant`, most
+    recently updated first (at most MAX_ENTITIES, as (id, statement, confidence, citations)),
+    and how many there are; at a commit off the indexed chain, none. Citations are matched by a
+    join on the beliefs' unnested citations, never by searching lists."""
     seq = scope.one("SELECT seq FROM commits WHERE sha = ?", [scope.at_commit])
-    if seq is None or not observation_ids:
+    if seq is None or not (family or relevant):
         return [], 0
-    clauses = [f"c.added_seq <= {int(seq[0])} AND c.removed_seq > {int(seq[0])}",
-               "list_has_any(c.observations, ?::VARCHAR[])"]
+    hidden = ""
     if scope.tenant or scope.ceiling is not None:  # as `comprehensions`: every citation readable
-        clauses.append("list_has_all((SELECT list(id) FROM visible), c.observations)")
-    rows = scope.rows(
-        "SELECT c.id, json_extract_string(c.posterior, '$.statement'), json_extract_string(c.posterior, '$.confidence'), "
-        f"c.observations, count(*) OVER () FROM comp_versions AS c WHERE {' AND '.join(clauses)} "
-        "ORDER BY c.updated DESC, c.id LIMIT ?", [sorted(observation_ids), MAX_ENTITIES])
-    commits = _commits(scope, {cited for row in rows for cited in row[3]})
+        hidden = " AND c.row_id NOT IN (SELECT row_id FROM cites WHERE cited NOT IN (SELECT id FROM visible))"
+    rows = scope.rows(f"""
+    WITH live AS (SELECT * FROM comp_versions WHERE added_seq <= {int(seq[0])} AND removed_seq > {int(seq[0])}),
+    cites AS (SELECT row_id, unnest(observations) AS cited FROM live),
+    wanted AS (SELECT o.id FROM visible AS o WHERE o.entity IN (SELECT unnest(?::VARCHAR[]))
+               UNION ALL SELECT unnest(?::VARCHAR[]))
+    SELECT c.id, json_extract_string(c.posterior, '$.statement'), json_extract_string(c.posterior, '$.confidence'),
+           c.observations, count(*) OVER () FROM live AS c
+    WHERE c.row_id IN (SELECT row_id FROM cites WHERE cited IN (SELECT id FROM wanted)){hidden}
+    ORDER BY c.updated DESC, c.id LIMIT ?""", [list(family), sorted(relevant), MAX_ENTITIES])
+    return [row[:4] for row in rows], (rows[0][4] if rows else 0)
+
+
+def _belief_items(rows: list[tuple], commits: dict[str, str]) -> list[_Item]:
     items = []
-    for belief_id, statement, confidence, cited, _ in rows:
+    for belief_id, statement, confidence, cited in rows:
         sources = [{"id": c, "commit": commits[c]} for c in cited if c in commits]
         if not sources:
             continue
@@ -234,7 +237,7 @@ def _beliefs(scope: ReadScope, observation_ids: set[str]) -> tuple[list[_Item], 
             citations += f" (+{len(sources) - BELIEF_CITES} more)"
         items.append(_Item([f"- {belief_id} ({confidence}): {_inline(statement)} — {citations}"],
                            {"id": belief_id, "statement": statement, "confidence": confidence, "observations": sources}))
-    return items, (rows[0][4] if rows else 0)
+    return items
 
 
 def _observation_item(record: dict[str, Any]) -> _Item:
