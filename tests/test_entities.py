@@ -208,6 +208,13 @@ def test_related_goes_100_hops_and_more_and_stops_where_the_graph_ends(repo):
     assert proc.returncode == 0 and json.loads(proc.stdout)["total_entities"] == 120, proc
     proc = repo.obsrepo("related", "step/0", "--hops", "0", "--format", "json")
     assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "--hops"
+    # --limit lists (and reduces) only the first entities by id; the totals still count every one
+    proc = repo.obsrepo("related", "step/60", "--hops", "100", "--limit", "3", "--format", "json")
+    limited = json.loads(proc.stdout)
+    assert [e["entity_id"] for e in limited["entities"]] == ["step/0", "step/1", "step/10"], proc
+    assert limited["total_entities"] == 120 and limited["total_relationships"] == 120
+    proc = repo.obsrepo("related", "step/0", "--limit", "0", "--format", "json")
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "--limit"
 
 
 def test_related_lists_a_merged_away_entity_only_through_its_survivor(repo):

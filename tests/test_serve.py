@@ -74,7 +74,7 @@ def bound(demo: Demo):
 
 
 def pages(demo: Demo) -> list[str]:
-    return ["/", "/search", "/search?q=phone&scope=task/1", f"/entity/{ACME}", f"/observation/{demo.first.id}",
+    return ["/", "/search", "/search?q=phone&scope=task/1", f"/entity/{ACME}", f"/history/{ACME}", f"/observation/{demo.first.id}",
             f"/observation/{demo.hostile.id}", "/comprehension/comp-acme", f"/diff/{demo.base}..{demo.head}"]
 
 
@@ -96,6 +96,9 @@ def test_the_entity_page_shows_the_snapshot_the_rule_in_words_and_links(demo, se
     status, _, body = server.get(f"/entity/{ACME}")
     assert status == 200
     assert body.index("Snapshot") < body.index("Challengers") < body.index("Timeline") < body.index("History")
+    assert f'<a href="/history/{ACME}">' in body  # the whole history is a page of its own: seconds on a large repository
+    history = server.get(f"/history/{ACME}")[2]
+    assert f'<a class="id" href="/observation/{demo.change.id}">' in history and "456" in history
     assert "more specific (0.5 over 0.0)" in body  # the rule that decided the phone, in words
     assert f'href="/observation/{demo.change.id}"' in body and "456" in body
     body = server.get("/search?scope=task/1")[2]  # facets: every match counted, each a link that narrows
@@ -116,9 +119,9 @@ def test_every_json_twin_equals_the_cli_json(demo, server):
     entity = server.json(f"/entity/{ACME}.json")
     assert entity == {"snapshot": cli_json(repo, "snapshot", ACME, "--explain"),
                       "relations": cli_json(repo, "relations", ACME),
-                      "neighbourhood": cli_json(repo, "related", ACME, "--hops", "2"),
-                      "timeline": cli_json(repo, "timeline", "--entity", ACME, "--limit", "100"),
-                      "history": cli_json(repo, "history", ACME)}
+                      "neighbourhood": cli_json(repo, "related", ACME, "--hops", "2", "--limit", "24"),
+                      "timeline": cli_json(repo, "timeline", "--entity", ACME, "--limit", "100")}
+    assert server.json(f"/history/{ACME}.json") == cli_json(repo, "history", ACME)
     assert server.json(f"/observation/{demo.hostile.id}.json") == cli_json(repo, "show", demo.hostile.id)
     assert server.json(f"/diff/{demo.base}..{demo.head}.json") == cli_json(repo, "diff", demo.base, demo.head)
 

@@ -146,18 +146,20 @@ def relations(entity: str, types: tuple[str, ...], direction: str, at: str | Non
 @click.option("--direction", type=click.Choice(["in", "out", "both"]), default="both", show_default=True,
               help="Follow relations outwards, inwards or both.")
 @click.option("--hops", type=int, default=1, show_default=True, help="How many relations away to go (1 or more).")
+@click.option("--limit", type=int, help="List only the first N entities by id (the totals still count every one).")
 @at_option
 @json_or_text
 @read_options
 @handled
-def related(entity: str, types: tuple[str, ...], direction: str, hops: int, at: str | None, output_format: str,
+def related(entity: str, types: tuple[str, ...], direction: str, hops: int, limit: int | None, at: str | None,
+            output_format: str,
             tenant: str | None, index_path: str | None) -> int:
     """Entities reachable from ENTITY through relationships.
 
     Each entity is listed once, up to --hops relations away; a merged-away entity is listed
     only as the entity it was merged into.
     """
-    return _json_out(run(session(index_path, tenant), Related(entity, types, direction, hops, at)), output_format)
+    return _json_out(run(session(index_path, tenant), Related(entity, types, direction, hops, at, limit)), output_format)
 
 
 @main.command(epilog=examples("obsrepo timeline --entity invoice/inv-2041", "obsrepo timeline --event-type PaymentDue --after 2026-03-01"))

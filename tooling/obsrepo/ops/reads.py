@@ -337,6 +337,7 @@ class Related:
     direction: Direction = "both"
     hops: Annotated[int, Field("How many relationships away to go.", minimum=1, maximum=1000)] = 1
     at: At = None
+    limit: int | None = None  # list only the first entities by id (the totals count them all)
 
 
 class Neighbourhood(Answer):
@@ -349,7 +350,7 @@ def related(session: Session, request: Related) -> Neighbourhood:
 
     direction = DIRECTIONS.get(request.direction, request.direction)
     return Neighbourhood(session.read(lambda scope: walk(scope, request.entity, types=tuple(request.types),
-                                                         direction=direction, hops=request.hops),
+                                                         direction=direction, hops=request.hops, limit=request.limit),
                                       session.at(request.at)))
 
 

@@ -187,15 +187,18 @@ def relationships(scope: ReadScope, entity: str, direction: str = "both", types:
 
 
 def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), direction: str = "both",
-            hops: int = 1) -> dict[str, Any]:
+            hops: int = 1, limit: int | None = None) -> dict[str, Any]:
     """Breadth-first over relationships, each entity once. Entities are taken as their survivors:
     a merged-away entity is reached, and listed, only as the entity it was merged into (its
     relationships count for the survivor; the merge itself is no step). The visited set ends
-    the walk, so any `hops` ≥ 1 terminates, cycles included."""
+    the walk, so any `hops` ≥ 1 terminates, cycles included. `limit`: list (and summarise) only
+    the first entities by id; the totals and relationships count every one."""
     from ..format.reduce import survivor
 
     if hops < 1:
         raise UsageError("hops must be at least 1", parameter="hops")
+    if limit is not None and limit < 1:
+        raise UsageError("limit must be at least 1", parameter="limit")
     if direction not in ("in", "out", "both"):
         raise UsageError("direction is in, out or both", parameter="direction")
     start = snapshot(scope, entity)["entity_id"]  # ENTITY_NOT_FOUND for an unknown start; merges
@@ -241,7 +244,9 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
         frontier = sorted(following)
     others = sorted(seen - {start})
     rels = sorted(used.values(), key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
-    return {"entities": _summaries(scope, others), "relationships": rels,
+    # `limit`: only the first entities by id are summarised (each one a reduction); the totals
+    # and the relationships still cover every entity reached
+    return {"entities": _summaries(scope, others if limit is None else others[:limit]), "relationships": rels,
             "total_entities": len(others), "total_relationships": len(rels), "hops_traversed": deepest}
 
 

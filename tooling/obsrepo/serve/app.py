@@ -23,7 +23,7 @@ from .pages import PAGES, QUERY_NAMES, Ask
 from .words import FILTERS
 
 HERE = Path(__file__).resolve().parent
-WITH_ARGUMENT = ("entity", "observation", "comprehension", "diff")
+WITH_ARGUMENT = ("entity", "history", "observation", "comprehension", "diff")
 
 
 def status_of(exc: ObsrepoError) -> int:
@@ -94,7 +94,8 @@ def application(session: Session, at: str | None = None) -> Any:
         return Route(path, lambda request: answer(page, request), methods=["GET", "HEAD"])
 
     routes = [route("/", "home"), route("/.json", "home"), route("/search", "search"), route("/search.json", "search"),
-              route("/entity/{name:path}", "entity"), route("/observation/{name:path}", "observation"),
+              route("/entity/{name:path}", "entity"), route("/history/{name:path}", "history"),
+              route("/observation/{name:path}", "observation"),
               route("/comprehension/{name:path}", "comprehension"), route("/diff/{name:path}", "diff"),
               asset("style.css", "text/css"), asset("icon.svg", "image/svg+xml"),
               # browsers ask for it whatever the page says: an answer, not a 404 in the console

@@ -4,9 +4,11 @@ equal to the command line's JSON for the same question:
 
     /                       {status, entities, recent}   status; entities; query --limit 10
     /search?q=…&scope=…     query --text … --scope … (facets are the page's own)
-    /entity/TYPE/KEY        {snapshot, relations, neighbourhood, timeline, history}: snapshot
-                            --explain; relations; related --hops 2; timeline --entity
-                            --limit 100; history
+    /entity/TYPE/KEY        {snapshot, relations, neighbourhood, timeline}: snapshot --explain;
+                            relations; related --hops 2 --limit 24; timeline --entity
+                            --limit 100
+    /history/TYPE/KEY       history (its own page: it reduces the entity at every commit
+                            that touched it, seconds for a busy entity of a large repository)
     /observation/ID         show
     /comprehension/ID       the belief operation: the document, its citations, its versions
     /diff/BASE..HEAD        diff BASE HEAD
@@ -45,7 +47,7 @@ QUERY_NAMES = {"text": "q", "scopes": "scope", "observation_id": "id", "comprehe
 TIMELINE_LIMIT = 100
 RECENT = 10
 NEIGHBOURHOOD_HOPS = 2
-NEIGHBOURS_SHOWN = 24  # the page's cap; the JSON twin has them all
+NEIGHBOURS_SHOWN = 24  # the first by id: each one listed is a reduction (a busy entity reaches hundreds)
 
 
 @dataclass(frozen=True)
@@ -106,10 +108,15 @@ def entity(session: Session, ask: Ask) -> Answer:
     name = snapshot["entity_id"]  # a merged-away entity answers with its survivor
     answers = {"snapshot": snapshot,
                "relations": run(session, Relations(name, at=ask.at)).to_json(),
-               "neighbourhood": run(session, Related(name, hops=NEIGHBOURHOOD_HOPS, at=ask.at)).to_json(),
-               "timeline": run(session, Timeline(entity=name, limit=TIMELINE_LIMIT, at=ask.at)).to_json(),
-               "history": run(session, History(name)).to_json()}
-    return Answer("entity.html", {**answers, "shown_neighbours": NEIGHBOURS_SHOWN}, answers)
+               "neighbourhood": run(session, Related(name, hops=NEIGHBOURHOOD_HOPS, at=ask.at, limit=NEIGHBOURS_SHOWN)).to_json(),
+               "timeline": run(session, Timeline(entity=name, limit=TIMELINE_LIMIT, at=ask.at)).to_json()}
+    return Answer("entity.html", answers, answers)
+
+
+def history(session: Session, ask: Ask) -> Answer:
+    """The whole history, commit by commit (`?at` changes nothing: it is always the whole)."""
+    shown = run(session, History(ask.argument)).to_json()
+    return Answer("history.html", {"history": shown}, shown)
 
 
 def observation(session: Session, ask: Ask) -> Answer:
@@ -132,6 +139,6 @@ def review(session: Session, ask: Ask) -> Answer:
     return Answer("diff.html", {"review": result}, result)
 
 
-PAGES: dict[str, Callable[[Session, Ask], Answer]] = {"home": home, "search": search, "entity": entity,
+PAGES: dict[str, Callable[[Session, Ask], Answer]] = {"home": home, "search": search, "entity": entity, "history": history,
                                                       "observation": observation, "comprehension": comprehension,
                                                       "diff": review}
