@@ -26,10 +26,10 @@ class Judged:
     read: int  # documents read and analysed (the others came from a cache)
 
 
-def analyze_source(source: Source, cache: AnalysisCache,
-                   progress: Callable[[int, int], None] | None = None) -> dict[str, Analysis]:
+def analyze_source(source: Source, cache: AnalysisCache, progress: Callable[[int, int], None] | None = None,
+                   fresh: list[Listed] | None = None) -> dict[str, Analysis]:
     """Analyse every regular file of `source`, reusing cached results by blob id; `progress` is
-    told how many of the files not in the cache are done."""
+    told how many of the files not in the cache are done, `fresh` given which they are."""
     analyses: dict[str, Analysis] = {}
     todo: list[Listed] = []
     for item in source.listed:
@@ -40,6 +40,8 @@ def analyze_source(source: Source, cache: AnalysisCache,
             todo.append(item)
         else:
             analyses[item.path] = hit
+    if fresh is not None:
+        fresh.extend(todo)
     for item, analysis, record in analyzed(source, todo, progress):
         analyses[item.path] = analysis
         cache.put_row(item.path, item.sha, analysis.to_cache(), record)

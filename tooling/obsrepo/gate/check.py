@@ -19,7 +19,7 @@ from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_rea
 from .cache import AnalysisCache, paused_gc
 from .facts import FactsStore, blob_key
 from .immutability import first_of_each, immutability_issues
-from .sources import REGULAR_MODES, Source, commit, not_a_file, staged, worktree_in_git
+from .sources import REGULAR_MODES, Listed, Source, commit, not_a_file, staged, worktree_in_git
 
 
 @dataclass
@@ -89,15 +89,15 @@ def _judge_all(git: Git, plan: CheckPlan, source: Source, facts: FactsStore,
                progress: Callable[[int, int], None] | None) -> Judged:
     """Every document of the source, one by one and under the repository rules."""
     cache = AnalysisCache.open(git)
-    analyses = analyze_source(source, cache, progress)
+    fresh: list[Listed] = []
+    analyses = analyze_source(source, cache, progress, fresh)
     changed: list[Issue] = []
     added = None
     if plan.immutability:
         changed, added = immutability_issues(git, plan.base_sha, source, analyses, cache)
     cache.save()
-    for item in source.listed:  # what a later `check --base` needs of these blobs
-        if item.path in analyses:
-            facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
+    for item in fresh:  # what a later `check --base` needs of the blobs read (the store loads only then)
+        facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
     rules = graph.repository_rules(analyses, added)
     return Judged(analyses, changed, rules, cache.missed)
 

@@ -49,7 +49,7 @@ class FactsStore:
     def __init__(self, file: Path | None) -> None:
         self.file = file
         self.digest = f"{rules_digest()}-{FORMAT}" if file is not None else ""
-        self.entries: dict[bytes, Compact] = _whole(load_entries(file, self.digest)) if file is not None else {}
+        self._entries: dict[bytes, Compact] | None = None if file is not None else {}  # loaded on first use
         self.new = 0  # entries learnt by this run
         self._shared: dict[Any, Any] = {}
 
@@ -63,6 +63,13 @@ class FactsStore:
         except Exception:  # a broken repository is reported elsewhere; the store just stays off
             return cls(None)
         return cls(Path(common) / "obsrepo" / "facts.marshal")
+
+    @property
+    def entries(self) -> dict[bytes, Compact]:
+        if self._entries is None:
+            assert self.file is not None
+            self._entries = _whole(load_entries(self.file, self.digest))
+        return self._entries
 
     def get(self, key: bytes) -> Compact | None:
         return self.entries.get(key)
