@@ -50,15 +50,3 @@ def test_match_and_a_callers_own_embedding_rank_by_meaning_and_the_kept_open_ind
 
     anyio.run(scenario)
 
-
-def test_a_callers_own_embedding_without_an_embedder_is_refused_naming_it(repo):
-    repo.add(observation("obs-20260210-090000-0001", event="invoice paid", body="acme"))
-    repo.commit("observations")
-
-    async def scenario() -> None:
-        async with stdio_session(repo, env={"OBSREPO_EMBEDDER": "none"}) as session:
-            refused = await failure(session, "observation_query", embedding=[1.0, 0.0], mode="json")
-            assert refused["code"] == "VALIDATION_ERROR" and refused["details"]["parameter"] == "embedding", refused
-            assert "OBSREPO_EMBEDDER" in refused["message"]
-
-    anyio.run(scenario)

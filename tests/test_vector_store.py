@@ -153,7 +153,7 @@ queries = st.fixed_dictionaries({
 
 
 @needs_model2vec
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=queries)
 def test_a_bound_callers_page_is_the_same_whatever_other_tenants_rows_and_vectors_exist(alone_and_crowded, query):
     from obsrepo.ops import Query, run
@@ -168,3 +168,14 @@ def test_a_bound_callers_page_is_the_same_whatever_other_tenants_rows_and_vector
             record.pop("commit")
     assert pages[0] == pages[1]
     assert pages[0]["semantic_coverage"] == {"candidates": len(MINE), "with_vectors": len(MINE)}
+
+
+@needs_model2vec
+def test_a_callers_own_embedding_without_an_embedder_is_refused_naming_it(alone_and_crowded):
+    from obsrepo.errors import UsageError
+    from obsrepo.ops import Query, Session, run
+
+    alone = alone_and_crowded[0]
+    with pytest.raises(UsageError) as refused:
+        run(Session(str(alone.root), embedder="none"), Query(embedding=(1.0, 0.0)))
+    assert refused.value.details["parameter"] == "embedding" and "OBSREPO_EMBEDDER" in refused.value.message

@@ -137,13 +137,13 @@ class _Vectors:
         known = (row_ids >= 0) & (row_ids < len(segment_of))  # a draft's row (negative) has no vector
         segments = np.full(len(row_ids), -1, dtype=np.int64)
         segments[known] = segment_of[row_ids[known]]
+        grouped = np.argsort(segments, kind="stable")  # by segment; row ids stay sorted within each
+        numbers, starts = np.unique(segments[grouped], return_index=True)
         self.rows: list[tuple[Any, Any, Any]] = []  # (row ids, slots, segment) per segment
-        for number in np.unique(segments).tolist():
-            if number < 0 or number not in named:
-                continue
-            segment = how.cache.open(named[number][0], size=named[number][1])
+        for number, start, end in zip(numbers.tolist(), starts.tolist(), [*starts[1:].tolist(), len(grouped)]):
+            segment = how.cache.open(named[number][0], size=named[number][1]) if number in named else None
             if segment is not None:
-                ids = row_ids[segments == number]
+                ids = row_ids[grouped[start:end]]
                 self.rows.append((ids, slot_of[ids], segment))
         self.count = sum(len(ids) for ids, _slots, _segment in self.rows)
 
