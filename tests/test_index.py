@@ -504,20 +504,21 @@ def test_invalid_documents_are_reported_and_skipped_never_dropping_valid_ones(ap
 def test_the_parallel_path_equals_the_serial_one(api: Repo, tmp_path: Path, monkeypatch: Any) -> None:
     """Large additions are read by worker processes in chunks; with chunks of two documents and
     invalid documents and a comprehension among them, the index and the warnings are those of
-    the serial path. So are those of the serial path loading many rows as one Arrow batch (a
-    build from the cache `check` filled)."""
-    from obsrepo.index import build
+    the serial path. So are those of the serial path loading many rows in Arrow batches (a
+    build from the cache `check` filled), and of both when documents are loaded a few at a time
+    (a build holds a slice of its documents, not all of them)."""
+    from obsrepo.index import adding
 
     _plant_invalid_history(api)
     api.add(comprehension("comp-a", [A.id]))
     api.commit("a comprehension")
     serial = repository(api, tmp_path / "serial.duckdb").index()
-    monkeypatch.setattr(build, "PLAIN_LIMIT", 1)
+    monkeypatch.setattr(adding, "PLAIN_LIMIT", 1)
     batch = repository(api, tmp_path / "batch.duckdb").index()
     assert [p.as_dict() for p in batch.problems] == [p.as_dict() for p in serial.problems]
     assert dump(tmp_path / "batch.duckdb") == dump(tmp_path / "serial.duckdb")
-    monkeypatch.setattr(build, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(build, "CHUNK", 2)
+    monkeypatch.setattr(adding, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(adding, "CHUNK", 2)
     parallel = repository(api, tmp_path / "parallel.duckdb").index()
     assert [p.as_dict() for p in parallel.problems] == [p.as_dict() for p in serial.problems]
     assert parallel.added == serial.added > 0
@@ -527,6 +528,20 @@ def test_the_parallel_path_equals_the_serial_one(api: Repo, tmp_path: Path, monk
             con.execute("SET threads = 1")
             stored = [r[0] for r in con.execute("SELECT row_id FROM obs_records").fetchall()]
         assert stored == sorted(stored) and len(stored) > 2, (built, stored)
+    monkeypatch.setattr(adding, "FLUSH_ROWS", 3)
+    sliced = repository(api, tmp_path / "sliced.duckdb").index()
+    monkeypatch.setattr(adding, "PARALLEL_THRESHOLD", 10 ** 6)
+    sliced_serial = repository(api, tmp_path / "sliced-serial.duckdb").index()
+    for built, result in (("sliced", sliced), ("sliced-serial", sliced_serial)):
+        assert [p.as_dict() for p in result.problems] == [p.as_dict() for p in serial.problems]
+        assert dump(tmp_path / f"{built}.duckdb") == dump(tmp_path / "serial.duckdb"), built
+        with reading(tmp_path / f"{built}.duckdb") as con:
+            con.execute("SET threads = 1")
+            stored = [r[0] for r in con.execute("SELECT row_id FROM obs_records").fetchall()]
+            by_entity = [r[0] for r in con.execute("SELECT coalesce(entity, chr(65535)) FROM obs_versions").fetchall()]
+            terms = [r[0] for r in con.execute("SELECT term FROM obs_terms").fetchall()]
+        # stored in the orders reads rely on, across slices: records by row id, versions by entity, terms by term
+        assert stored == sorted(stored) and by_entity == sorted(by_entity) and terms == sorted(terms), built
     with reading(tmp_path / "parallel.duckdb") as con:
         assert con.execute("SELECT count(*) FROM comprehensions").fetchone()[0] == 1
         row_ids = sorted(r[0] for r in con.execute("SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions").fetchall())
@@ -1057,7 +1072,7 @@ def test_records_read_raw_from_the_cache_index_as_parsed_ones_and_a_tampered_one
     not copied into datetimes) on both load paths, mixed with documents parsed in the same
     build; a record whose moments are not what the cache writes is parsed again."""
     from obsrepo.gate.cache import load_entries, rules_digest, store_entries
-    from obsrepo.index import build
+    from obsrepo.index import adding
 
     _plant_invalid_history(api)
     api.add(comprehension("comp-a", [A.id]))
@@ -1065,7 +1080,7 @@ def test_records_read_raw_from_the_cache_index_as_parsed_ones_and_a_tampered_one
     with hermetic(api.env):
         fresh = repository(api, tmp_path / "fresh.duckdb").index()  # parses, and fills the cache
         assert fresh.parsed > 0
-        monkeypatch.setattr(build, "PLAIN_LIMIT", 1)  # the Arrow batch path for any number of rows
+        monkeypatch.setattr(adding, "PLAIN_LIMIT", 1)  # the Arrow batch path for any number of rows
         cached = repository(api, tmp_path / "cached.duckdb").index()
         assert cached.parsed == 0 and cached.reused == fresh.parsed
         assert dump(tmp_path / "cached.duckdb") == dump(tmp_path / "fresh.duckdb")
@@ -1079,7 +1094,7 @@ def test_records_read_raw_from_the_cache_index_as_parsed_ones_and_a_tampered_one
         again = repository(api, tmp_path / "again.duckdb").index()
         assert again.parsed == 2 and again.reused == fresh.parsed - 2
         assert dump(tmp_path / "again.duckdb") == dump(tmp_path / "fresh.duckdb")
-        monkeypatch.setattr(build, "PLAIN_LIMIT", 10_000)  # the plain-parameter path, from the cache too
+        monkeypatch.setattr(adding, "PLAIN_LIMIT", 10_000)  # the plain-parameter path, from the cache too
         plain = repository(api, tmp_path / "plain.duckdb").index()
         assert plain.parsed == 0 and dump(tmp_path / "plain.duckdb") == dump(tmp_path / "fresh.duckdb")
 

@@ -583,15 +583,15 @@ def test_a_parallel_build_writes_its_workers_entries_as_parts_that_check_and_the
     from obsrepo.format import validate as analyze_module
     from obsrepo.gate.cache import _MAGIC, load_entries, rules_digest
     from obsrepo.gate.check import CheckRequest, run_check
-    from obsrepo.index import build
+    from obsrepo.index import adding
 
     repo = make_repo()
     docs = [_obs(n, entity=f"company/c{n % 3}", fields={"n": n}) for n in range(1, 24)]
     repo.add(*docs, comprehension("comp-good", [docs[0].id]))
     repo.write("observations/bad/obs-20260213-102500-0999.md", "---\nspec: observation/v1\n---\n")
     repo.commit("base")
-    monkeypatch.setattr(build, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(build, "CHUNK", 5)
+    monkeypatch.setattr(adding, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(adding, "CHUNK", 5)
     folder = repo.path / ".git" / "obsrepo"
     first = Repository(str(repo.path)).index(full=True)
     assert (first.parsed, first.reused) == (25, 0)
@@ -646,7 +646,7 @@ def test_an_update_of_a_few_documents_leaves_a_large_cache_alone(make_repo, monk
     """Loading and rewriting the cache of a large repository costs more than parsing a few new
     documents: an update that adds few parses them and never rewrites what `check` keeps."""
     from obsrepo.gate.check import CheckRequest, run_check
-    from obsrepo.index import build
+    from obsrepo.index import adding
 
     repo = make_repo()
     repo.add(*[_obs(n, fields={"n": n}, entity="company/c") for n in range(1, 30)])
@@ -658,7 +658,7 @@ def test_an_update_of_a_few_documents_leaves_a_large_cache_alone(make_repo, monk
     before = {f.name: f.read_bytes() for f in cache}
     repo.add(_obs(31, fields={"n": 31}, entity="company/c"))
     repo.commit("one more")
-    monkeypatch.setattr(build, "CACHE_BYTES_PER_DOCUMENT", 1)  # as if the cache held 100,000 documents
+    monkeypatch.setattr(adding, "CACHE_BYTES_PER_DOCUMENT", 1)  # as if the cache held 100,000 documents
     result = api.index()
     assert (result.added, result.parsed, result.reused) == (1, 1, 0)
     assert {f.name: f.read_bytes() for f in cache} == before

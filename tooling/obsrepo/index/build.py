@@ -9,28 +9,22 @@ The writer works on a private copy and publishes it atomically (see `generations
 from __future__ import annotations
 
 import contextlib
-import marshal
-import os
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import IndexFault
-from ..format.analyze import PARALLEL_THRESHOLD
 from ..format.report import Issue
-from ..format.rules import kind_of
 from ..gitstore import Git
-from . import history
-from .columns import COMP_COLUMNS, OBS_COLUMNS
-from .documents import Parsed, index_records, index_terms, known, parse_for_cache, sort_parsed, version_row
+from .adding import add, touch
 from .engine import damage_errors
 from .entity_table import refresh_snapshots
 from .generations import publish
 from .paths import unwritable
-from .plan import Addition, UpdatePlan, plan_update
-from .rows import PLAIN_LIMIT, SMALL_BATCH, insert_rows, observation_batch, text_batch, utc
-from .schema import FORMAT_VERSION, NOW, RECORD_COLUMNS, TABLES, VIEWS
+from .plan import UpdatePlan, plan_update
+from .rows import SMALL_BATCH, insert_rows, utc
+from .schema import FORMAT_VERSION, NOW, TABLES, VIEWS
 from .vectors import EmbedderSource, behind, refresh_vectors
 from .weights import refresh_weights
 from .writer import IndexFiles, open_writer
@@ -76,20 +70,6 @@ class BuildContext:
     strict: bool = False  # a document with problems discards the build
     progress: Callable[[int, int], None] | None = None
     embedder: EmbedderSource | None = None  # recall's embedder, loaded when first needed (vectors.py)
-
-
-@dataclass(slots=True)
-class _Adding:
-    """What adding one plan's documents works with (the writer's connection, the commits' authors
-    and times, the first free row id, the analysis cache, the result being filled)."""
-
-    git: Git
-    con: Any
-    info: dict[str, history.Commit]
-    first_row: int
-    progress: Callable[[int, int], None] | None
-    result: BuildResult
-    cache: Any
 
 
 class StrictFailure(Exception):
@@ -223,7 +203,7 @@ def apply_plan(git: Git, con: Any, plan: UpdatePlan, progress: Callable[[int, in
         return result
     _insert_commits(con, plan.keep, plan.commits)
     result.removed = _remove(con, plan.removals, result)
-    result.added, result.problems = _add(git, con, plan.additions, plan.info, progress, result)
+    result.added, result.problems = add(git, con, plan.additions, plan.info, progress, result)
     return result
 
 
@@ -257,13 +237,6 @@ def _truncate(con: Any, keep: int) -> None:
     con.execute(f"UPDATE problems SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
 
 
-def _touch(result: BuildResult, rows: Any) -> None:
-    for entity, special in rows:
-        if entity is not None:
-            result.touched.add(entity)
-        result.touched_special = result.touched_special or bool(special)
-
-
 def _remove(con: Any, removals: list[tuple[str, int]], result: BuildResult) -> int:
     """Close the visibility range of each path's current version at the commit that removed it."""
     if not removals:
@@ -278,187 +251,9 @@ def _remove(con: Any, removals: list[tuple[str, int]], result: BuildResult) -> i
             f"WHERE t.path = r.path AND t.removed_seq = {NOW} AND t.added_seq < r.seq{returning}"
         ).fetchall()
         if table == "obs_versions":
-            _touch(result, changed)
+            touch(result, changed)
             count += len(changed)
         elif table == "comp_versions" and changed:
             count += changed[0][0]
     con.execute("DROP TABLE removed")
     return count
-
-
-CACHE_BYTES_PER_DOCUMENT = 30_000  # parsing a document costs about what loading this much of the cache does
-
-
-def _open_cache(git: Git, additions: int) -> Any:
-    """The analysis cache `check` shares, unless it is much larger than the build needs: an
-    update adding a few documents parses them (~0.15 ms each) rather than load and rewrite a
-    cache of 100,000 (about a second), and its few entries never crowd out the ones `check`
-    keeps."""
-    from ..gate.cache import AnalysisCache
-
-    return AnalysisCache.open(git, max_bytes=additions * CACHE_BYTES_PER_DOCUMENT)
-
-
-def _add(git: Git, con: Any, additions: list[Addition], info: dict[str, history.Commit],
-         progress: Callable[[int, int], None] | None, result: BuildResult) -> tuple[int, list[Issue]]:
-    additions = [a for a in additions if kind_of(a.path) != "other"]
-    if not additions:
-        return 0, []
-    first_row = con.execute(
-        "SELECT coalesce(max(row_id), -1) + 1 FROM (SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"
-    ).fetchone()[0]
-    cache = _open_cache(git, len(additions))
-    adding = _Adding(git, con, info, first_row, progress, result, cache)
-    parsed: list[Any] = [known(cache, a.path, a.blob) for a in additions]
-    todo = [i for i, hit in enumerate(parsed) if hit is None]
-    result.parsed, result.reused = len(todo), len(additions) - len(todo)
-    if len(todo) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="obsrepo-cache") as saver:
-            return _add_in_parallel(adding, additions, parsed, saver)
-    wanted = sorted({additions[i].blob for i in todo})
-    blobs = dict(git.read_blobs(wanted)) if wanted else {}
-    for count, i in enumerate(todo, 1):
-        path, blob = additions[i].path, additions[i].blob
-        issues, record, row, cached_record = parse_for_cache(path, blobs[blob])
-        cache.put_row(path, blob, row, cached_record)
-        parsed[i] = Parsed(issues, record)
-        if progress and count % 5000 == 0:
-            progress(count, len(additions))
-    if progress:
-        progress(len(additions), len(additions))
-    cache.save()
-    observations, comprehensions, problem_rows, problems = sort_parsed(additions, parsed, first_row)
-    if len(observations) > PLAIN_LIMIT:  # many (a build from the cache `check` filled): one Arrow batch
-        text = text_batch(observations)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="obsrepo-terms") as side:
-            terms = side.submit(_terms_beside, con, text, first_row)  # while the rest of the batch is made
-            _insert_batch(con, observation_batch(observations, info, text), first_row, result, terms)
-    elif observations:  # a few (an update): plain parameters spare loading pyarrow
-        obs_rows = [version_row(*version, info) for version in observations]
-        insert_rows(con, "obs_versions", OBS_COLUMNS, obs_rows)
-        _touch(result, ((row["entity"], row["special"]) for row in obs_rows))
-        index_terms(con, "obs_versions", "obs_terms", first_row)
-        index_records(con, "obs_versions", "obs_records", first_row)
-    insert_rows(con, "comp_versions", COMP_COLUMNS, [version_row(*version, info) for version in comprehensions])
-    if problem_rows:
-        con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
-    return len(observations) + len(comprehensions), problems
-
-
-def _insert_batch(con: Any, batch: Any, first_row: int, result: BuildResult, terms: Future[None] | None = None) -> None:
-    """Load an Arrow table of obs_versions rows (row ids from `first_row`): the printed records
-    in row-id order, the rows stored by entity (one entity's rows sit together), and their terms,
-    made on a second connection at the same time (`terms`, when the caller started it already):
-    the terms are ~40 % of the load and share little with the rest. The batch comes in row-id
-    order (row ids are given in the order documents are sorted out, chunk after chunk)."""
-    quoted = ", ".join(f'"{c}"' for c in OBS_COLUMNS)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="obsrepo-terms") as side:
-        if terms is None:
-            terms = side.submit(_terms_beside, con, batch.select(["row_id", "event", "body"]), first_row)
-        con.register("incoming", batch)
-        try:
-            # already in row-id order, which an insert keeps (DuckDB's preserve_insertion_order): no sort
-            con.execute(f"INSERT INTO obs_records SELECT row_id, {RECORD_COLUMNS} FROM incoming")
-            con.execute(f"INSERT INTO obs_versions ({quoted}) SELECT {quoted} FROM incoming "
-                        "ORDER BY coalesce(entity, chr(65535)), id")
-            _touch(result, con.execute("SELECT DISTINCT entity, special FROM incoming").fetchall())
-        except BaseException:
-            wait([terms])  # the first failure is the one reported
-            raise
-        finally:
-            con.unregister("incoming")
-        terms.result()
-
-
-def _terms_beside(con: Any, text: Any, first_row: int) -> None:
-    """BM25 terms of `text` (row_id, event, body) on a second connection to the writer's file."""
-    side = con.sibling()
-    try:
-        side.register("incoming_text", text)
-        index_terms(side, "incoming_text", "obs_terms", first_row)
-    finally:
-        side.close()
-
-
-CHUNK = 1000  # documents per task of the parallel path
-_CHUNK_STATE: dict = {}
-
-
-def _chunk_worker_init(root: str, info: dict) -> None:
-    import gc
-
-    gc.disable()  # a worker lives for one build (see gate.cache.paused_gc)
-    _CHUNK_STATE.update(reader=Git(root).blob_reader(), info=info)  # its git process ends with the worker
-
-
-def _chunk(job: tuple[list[Addition], list[Any]]) -> tuple[Any, list[dict], list[tuple], list[Issue], int, tuple[bytes, bytes, int]]:
-    """In a worker: read the chunk's documents the cache does not know from git, validate them
-    and turn the chunk into an Arrow batch of observation rows (row ids counted from 0; the
-    parent shifts them), comprehension rows, problems, and the new cache entries."""
-    from ..gate.cache import entry_key
-
-    files, parsed = job
-    todo = [i for i, hit in enumerate(parsed) if hit is None]
-    contents = _CHUNK_STATE["reader"].read([files[i].blob for i in todo]) if todo else []
-    analyses, records = {}, {}
-    for i, data in zip(todo, contents):
-        path, blob = files[i].path, files[i].blob
-        issues, record, row, cached_record = parse_for_cache(path, data)
-        parsed[i] = Parsed(issues, record)
-        key = entry_key(path, blob)
-        analyses[key] = row
-        if cached_record is not None:
-            records[key] = cached_record
-    info = _CHUNK_STATE["info"]
-    observations, comprehensions, problem_rows, problems = sort_parsed(files, parsed, 0)
-    batch = observation_batch(observations, info) if observations else None
-    comp_rows = [version_row(*version, info) for version in comprehensions]
-    # the new cache entries go out as the cache file stores them: the parent never unpacks them
-    fresh = (marshal.dumps(analyses), marshal.dumps(records), len(analyses))
-    return batch, comp_rows, problem_rows, problems, len(observations) + len(comprehensions), fresh
-
-
-def _add_in_parallel(adding: _Adding, additions: list[Addition], parsed: list[Any],
-                     saver: ThreadPoolExecutor) -> tuple[int, list[Issue]]:
-    """Two worker processes each read a chunk of blobs from git (those the cache does not know),
-    validate it and return an Arrow batch; the parent only shifts row ids, loads, and keeps the
-    new analyses in the cache: the workers send them marshalled (`AnalysisCache.put_parts`), and
-    `saver`'s thread writes them out (~130 MB at 100,000) while DuckDB loads."""
-    import multiprocessing
-
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    git, con, first_row, progress, cache = adding.git, adding.con, adding.first_row, adding.progress, adding.cache
-    chunks = [(additions[start:start + CHUNK], parsed[start:start + CHUNK]) for start in range(0, len(additions), CHUNK)]
-    tables, comp_rows, problem_rows, problems = [], [], [], []
-    offset, done = first_row, 0
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init, initargs=(git.root, adding.info)) as pool:
-        for batch, comps, chunk_problems, issues, count, fresh in pool.imap(_chunk, chunks):
-            if fresh[2]:
-                cache.put_parts(*fresh)
-            if batch is not None:
-                shifted = pc.add(batch.column("row_id"), pa.scalar(offset, pa.int64()))
-                tables.append(batch.set_column(0, "row_id", shifted))
-            for row in comps:
-                row["row_id"] += offset
-            comp_rows += comps
-            problem_rows += chunk_problems
-            problems += issues
-            offset += count
-            done += CHUNK
-            if progress:
-                progress(min(done, len(additions)), len(additions))
-    saving = saver.submit(cache.save)
-    if tables:
-        _insert_batch(con, pa.concat_tables(tables), first_row, adding.result)
-    saving.result()
-    insert_rows(con, "comp_versions", COMP_COLUMNS, comp_rows)
-    if problem_rows:
-        con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", problem_rows)
-    return offset - first_row, problems
-
-
-
-

@@ -139,16 +139,19 @@ def index_records(con: Any, table: str, records: str, first_row: int) -> None:
                 [first_row])
 
 
-def index_terms(con: Any, table: str, terms: str, first_row: int) -> None:
-    """Terms for BM25, stemmed by the fts extension (each distinct token once), and lengths."""
+def index_terms(con: Any, table: str, terms: str, first_row: int, doclen: str | None = None,
+                ordered: bool = True) -> None:
+    """Terms for BM25, stemmed by the fts extension (each distinct token once), and lengths
+    (into `doclen`, by default the `terms` table's twin). `ordered`: stored by term, unless the
+    caller stores them by term itself later (`load.BatchLoader`)."""
     tokens = TOKENS.format("event || ' ' || body")
     con.execute(f"CREATE OR REPLACE TEMP TABLE new_tokens AS SELECT row_id, unnest({tokens}) AS token "
                 f"FROM {table} WHERE row_id >= ?", [first_row])
     con.execute("CREATE OR REPLACE TEMP TABLE new_stems AS SELECT token, stem(token, 'porter') AS term "
                 "FROM (SELECT DISTINCT token FROM new_tokens WHERE token <> '')")
     con.execute(f"INSERT INTO {terms} SELECT t.row_id, s.term, count(*)::INTEGER FROM new_tokens t "
-                "JOIN new_stems s USING (token) GROUP BY ALL ORDER BY 2, 1")
-    con.execute(f"INSERT INTO {terms.replace('terms', 'doclen')} "
+                f"JOIN new_stems s USING (token) GROUP BY ALL{' ORDER BY 2, 1' if ordered else ''}")
+    con.execute(f"INSERT INTO {doclen or terms.replace('terms', 'doclen')} "
                 "SELECT row_id, count(*)::INTEGER FROM new_tokens WHERE token <> '' GROUP BY row_id")
     con.execute("DROP TABLE new_tokens")
     con.execute("DROP TABLE new_stems")

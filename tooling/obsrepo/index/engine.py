@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import itertools
+import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -74,9 +76,34 @@ class _NoPandas(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         raise ModuleNotFoundError(f"No module named '{module.__name__}'", name=module.__name__)
 
 
+WRITER_MEMORY = "1GB"  # the writing engine's working memory; a bulk load or sort beyond it spills to disk
+_MEMORY = re.compile(r"\s*\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", re.IGNORECASE)
+
+
+def writer_memory() -> str:
+    """The writing engine's memory limit: OBSREPO_INDEX_MEMORY (e.g. `512MB`, for a small CI
+    runner), else WRITER_MEMORY. What the index holds beyond it is spilled, never refused."""
+    chosen = os.environ.get("OBSREPO_INDEX_MEMORY") or WRITER_MEMORY
+    if not _MEMORY.fullmatch(chosen):
+        raise IndexFault(f"OBSREPO_INDEX_MEMORY is {chosen!r}: give an amount with its unit, like 512MB or 2GB")
+    return chosen.strip()
+
+
+def _spill_folder() -> str:
+    """Where the writing engine spills: a folder of this process's own, removed when it exits
+    (DuckDB's default, `.tmp` in the working directory, would be the user's work tree)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = os.path.join(tempfile.gettempdir(), f"obsrepo-spill-{os.getpid()}")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 class Attached:
     """A read-write connection to one database file, attached to the process's writing engine:
-    an in-memory DuckDB with the fts extension loaded once. Loading fts costs ~45 ms and a new
+    an in-memory DuckDB with the fts extension loaded once, its memory bounded (WRITER_MEMORY). Loading fts costs ~45 ms and a new
     database ~10 ms each time; attaching a file to the engine ~4 ms, so a long-running writer
     (the watcher, the MCP server) pays them once. `close()` checkpoints nothing by itself: it
     detaches the file, which closes it."""
@@ -91,7 +118,8 @@ class Attached:
         without_pandas()
         with Attached._lock:
             if Attached._engine is None:
-                engine = duckdb.connect(":memory:")
+                engine = duckdb.connect(":memory:", config={"memory_limit": writer_memory(),
+                                                            "temp_directory": _spill_folder()})
                 load_fts(engine)
                 Attached._engine = engine
             self._con = Attached._engine.cursor()

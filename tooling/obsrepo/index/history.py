@@ -7,6 +7,7 @@ first parent (`git log --first-parent -m`), so a merge brings in a side branch's
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -55,15 +56,35 @@ def chain_since(git: Git, base: str, sha: str) -> list[Commit] | None:
 SCHEMAS = ENTITY_SCHEMAS_DIR.rstrip("/")
 
 
-def mainline_changes(git: Git, since: str | None, sha: str) -> dict[str, list[Change]]:
+def mainline_changes(git: Git, since: str | None, sha: str) -> Mapping[str, list[Change]]:
     """Changes under the document folders (and the entity schemas) of each chain commit after
-    `since` up to `sha`."""
+    `since` up to `sha`, each commit's read when asked for (`CommitChanges`)."""
     spec = f"{since}..{sha}" if since else sha
     out = git.run(
         "log", "--first-parent", "-m", "--raw", "--no-renames", "--no-ext-diff", "--abbrev=40", "-z",
         "--format=%x01%H", spec, "--", *DOCUMENT_ROOTS, SCHEMAS,
     )
-    return _parse_log(out)
+    return CommitChanges(out)
+
+
+class CommitChanges(Mapping[str, list[Change]]):
+    """Commit → its changes, kept as git wrote them and parsed only when asked for: a full build's
+    plan walks a million changes commit by commit, and a million `Change` tuples held at once
+    cost half a gigabyte; this way one commit's are alive at a time."""
+
+    def __init__(self, out: bytes) -> None:
+        self._blocks: dict[str, list[bytes]] = {}
+        for commit, block in _blocks(out):
+            self._blocks.setdefault(commit, []).append(block)
+
+    def __getitem__(self, commit: str) -> list[Change]:
+        return [change for block in self._blocks[commit] for change in _changes_of(block)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._blocks)
+
+    def __len__(self) -> int:
+        return len(self._blocks)
 
 
 def authored(git: Git, since: str | None, sha: str) -> dict[tuple[str, str], str]:
@@ -100,15 +121,22 @@ def commit_info(git: Git, shas: list[str]) -> dict[str, Commit]:
     return info
 
 
+def _blocks(out: bytes) -> Iterator[tuple[str, bytes]]:
+    """(commit, its block) of `git log --raw -z --format=%x01%H`."""
+    for block in out.split(b"\x01")[1:]:
+        yield block.split(b"\0", 1)[0].strip().split(b"\n")[0].decode(), block
+
+
+def _changes_of(block: bytes) -> list[Change]:
+    parts = block.split(b"\0")
+    head = parts[0].strip().split(b"\n")
+    first_meta = head[1] if len(head) > 1 else b""
+    items = ([first_meta] if first_meta else []) + parts[1:]
+    return [record for record in raw_records(items) if isinstance(record, Change)]
+
+
 def _parse_log(out: bytes) -> dict[str, list[Change]]:
     result: dict[str, list[Change]] = {}
-    for block in out.split(b"\x01")[1:]:
-        parts = block.split(b"\0")
-        head = parts[0].strip().split(b"\n")
-        commit = head[0].decode()
-        changes: list[Change] = []
-        first_meta = head[1] if len(head) > 1 else b""
-        items = ([first_meta] if first_meta else []) + parts[1:]
-        changes.extend(record for record in raw_records(items) if isinstance(record, Change))
-        result.setdefault(commit, []).extend(changes)
+    for commit, block in _blocks(out):
+        result.setdefault(commit, []).extend(_changes_of(block))
     return result

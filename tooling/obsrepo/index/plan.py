@@ -13,6 +13,7 @@ commits: the stored versions they remove become `removals`, the versions they ad
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -74,7 +75,7 @@ def plan_update(git: Git, stored: list[str] | None, target: str) -> UpdatePlan:
     return plan
 
 
-def versions_of(changes: dict[str, list[Change]], seq_of: dict[str, int],
+def versions_of(changes: Mapping[str, list[Change]], seq_of: dict[str, int],
                 authors: dict[tuple[str, str], str]) -> tuple[list[tuple[str, int]], list[Addition], bool]:
     """Walk the new commits' changes in chain order: (removals of stored versions, additions,
     whether an entity schema changed). Pure: no git, no DuckDB."""
