@@ -134,36 +134,38 @@ def main() -> None:
     old = subprocess.run(["git", "rev-list", "--first-parent", "HEAD"], cwd=repo, capture_output=True, text=True,
                          check=True).stdout.split()[commits // 2]
 
+    def say(line: str) -> None:
+        print(line, flush=True)  # each as it is measured: a long run's first lines survive a late failure
+
+    say(f"first-parent commits: {commits}   (whole processes: wall s / CPU s)")
     index = [run([*obsrepo, "index", "--full", "--quiet"], repo, env) for _ in range(args.runs)]
+    index_wall, index_cpu = statistics.median(w for w, _ in index), statistics.median(c for _, c in index)
+    say(f"index  --full                        : {index_wall:7.2f} / {index_cpu:7.2f}")
     first = []
     for attempt in range(args.runs):
         if attempt:
             subprocess.run(["rm", "-rf", str(folder)], check=True)
             folder.mkdir()
         first.append(run(publish, repo, env))
+    first_wall, first_cpu = statistics.median(w for w, _ in first), statistics.median(c for _, c in first)
+    say(f"publish, first (every commit)        : {first_wall:7.2f} / {first_cpu:7.2f}   "
+        f"{first_wall / index_wall:.2f}x / {first_cpu / index_cpu:.2f}x index --full (target <= 2x)")
     increments, grown = [], []
     for serial in range(args.increments):
         add_commit(repo, serial, env)
         increments.append(run(publish, repo, env))
         if serial in (0, args.increments - 1):
             grown.append(metadata(folder, "observations"))
-    entity, cold, warm = duckdb_as_of(folder, old, args.reps)
-    index_wall, index_cpu = statistics.median(w for w, _ in index), statistics.median(c for _, c in index)
-    first_wall, first_cpu = statistics.median(w for w, _ in first), statistics.median(c for _, c in first)
     one, last = increments[0], increments[-1]
-    print(f"first-parent commits: {commits}   (whole processes: wall s / CPU s)")
-    print(f"index  --full                        : {index_wall:7.2f} / {index_cpu:7.2f}")
-    print(f"publish, first (every commit)        : {first_wall:7.2f} / {first_cpu:7.2f}   "
-          f"{first_wall / index_wall:.2f}x / {first_cpu / index_cpu:.2f}x index --full (target <= 2x)")
-    print(f"publish after +10 observations       : {statistics.median(w for w, _ in increments):7.2f} / "
-          f"{statistics.median(c for _, c in increments):7.2f}   median of {len(increments)} (target <= 1.5 s)")
-    print(f"publish, 1st and {len(increments)}th increment       : {one[0]:7.2f} / {one[1]:7.2f}  and  {last[0]:.2f} / {last[1]:.2f}"
-          f"   {last[0] / one[0]:.2f}x / {last[1] / one[1]:.2f}x (target <= 1.5x)")
+    say(f"publish after +10 observations       : {statistics.median(w for w, _ in increments):7.2f} / "
+        f"{statistics.median(c for _, c in increments):7.2f}   median of {len(increments)} (target <= 1.5 s)")
+    say(f"publish, 1st and {len(increments)}th increment       : {one[0]:7.2f} / {one[1]:7.2f}  and  {last[0]:.2f} / "
+        f"{last[1]:.2f}   {last[0] / one[0]:.2f}x / {last[1] / one[1]:.2f}x (target <= 1.5x)")
     (s1, b1), (s2, b2) = grown[0], grown[-1]
-    print(f"observations metadata                : {s1} -> {s2} snapshots, metadata.json {b1:,} -> {b2:,} bytes "
-          f"({(b2 - b1) / max(1, s2 - s1):,.0f} bytes per publish)")
-    print(f"DuckDB snapshot of {entity} as of {old[:10]}: {cold:.3f} s cold (connect, load, scan), {warm * 1000:.1f} ms warm")
-
+    say(f"observations metadata                : {s1} -> {s2} snapshots, metadata.json {b1:,} -> {b2:,} bytes "
+        f"({(b2 - b1) / max(1, s2 - s1):,.0f} bytes per publish)")
+    entity, cold, warm = duckdb_as_of(folder, old, args.reps)
+    say(f"DuckDB snapshot of {entity} as of {old[:10]}: {cold:.3f} s cold (connect, load, scan), {warm * 1000:.1f} ms warm")
 
 if __name__ == "__main__":
     main()

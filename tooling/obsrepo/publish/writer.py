@@ -75,15 +75,25 @@ def _append(catalog: Any, namespace: str, name: str, rows: Any, head: int, summa
     if table is None:
         table = catalog.create_table(identifier(namespace, name), schema=data.schema, properties=settings)
     leaving = gone_rows(table, name, rows.repo, head, rows.erased)
+    tag = f"git-{summary['obsrepo.git-commit']}"
     with table.transaction() as transaction, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an erased observation this publish alone held matches no row: not news
         if leaving is not None and table.current_snapshot() is not None:
             transaction.delete(leaving, snapshot_properties=summary)
         transaction.append(data, snapshot_properties=summary)
-    tag, snapshot = f"git-{summary['obsrepo.git-commit']}", table.current_snapshot().snapshot_id
-    held = table.metadata.refs.get(tag)
-    if held is None:
-        table.manage_snapshots().create_tag(snapshot, tag).commit()
-    elif held.snapshot_id != snapshot:  # left pointing into a publication stopped half way
-        table.manage_snapshots().remove_tag(tag).commit()
-        table.manage_snapshots().create_tag(snapshot, tag).commit()
+        _tag(transaction, tag)
+
+
+def _tag(transaction: Any, tag: str) -> None:
+    """Tag the transaction's new snapshot `tag`, in the same catalog commit; a tag left pointing
+    into a publication stopped half way moves."""
+    from pyiceberg.table.update.snapshot import ManageSnapshots
+
+    snapshot = transaction.table_metadata.current_snapshot().snapshot_id
+    held = transaction.table_metadata.refs.get(tag)
+    if held is not None and held.snapshot_id == snapshot:
+        return
+    manage = ManageSnapshots(transaction)
+    if held is not None:
+        manage.remove_tag(tag)
+    manage.create_tag(snapshot, tag).commit()
