@@ -406,7 +406,7 @@ def test_check_loads_neither_the_reads_nor_the_writes_of_the_door(repo: Repo) ->
              "run()\n")
     proc = repo.run(sys.executable, "-c", probe, check=False)
     modules = proc.stdout.strip().splitlines()[-1]
-    for heavy in ("obsrepo.ops.reads", "obsrepo.ops.writes", "obsrepo.ops.publication", "obsrepo.ops.adopt",
+    for heavy in ("obsrepo.ops.reads", "obsrepo.ops.entities", "obsrepo.ops.writes", "obsrepo.ops.publication", "obsrepo.ops.adopt",
                   "obsrepo.cli.reads", "obsrepo.cli.steward", "obsrepo.cli.publish"):
         assert f"'{heavy}'" not in modules, (heavy, modules)
     assert "'obsrepo.cli.gate'" in modules and "'obsrepo.ops.review'" in modules, modules

@@ -19,26 +19,9 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .adopt import Init, Initialized, init
     from .beliefs import Belief, BeliefShown
     from .embedding import EmbedInfo, EmbedPull
+    from .entities import Entities, Find, History, Observations, Provenance, Related, Relations, Snapshot, Timeline
     from .publication import Publication, PublicationRows
-    from .reads import (
-        Comprehensions,
-        Entities,
-        Export,
-        Facets,
-        Find,
-        History,
-        Observations,
-        Provenance,
-        Query,
-        Related,
-        Relations,
-        Retention,
-        Show,
-        Snapshot,
-        Sql,
-        Status,
-        Timeline,
-    )
+    from .reads import Comprehensions, Export, Facets, Query, Retention, Show, Sql, Status
     from .recall import Block, Recall
     from .registry import OPERATIONS, Answer, Operation, run
     from .review import Check, CheckDocument, Diff, Index
@@ -65,12 +48,12 @@ _WHERE = {
     "Diff": "review",
     "EmbedInfo": "embedding",
     "EmbedPull": "embedding",
-    "Entities": "reads",
+    "Entities": "entities",
     "Export": "reads",
     "Facets": "reads",
     "Feedback": "writes",
-    "Find": "reads",
-    "History": "reads",
+    "Find": "entities",
+    "History": "entities",
     "Index": "review",
     "Init": "adopt",
     "Initialized": "adopt",
@@ -78,34 +61,34 @@ _WHERE = {
     "Moment": "values",
     "New": "writes",
     "OPERATIONS": "registry",
-    "Observations": "reads",
+    "Observations": "entities",
     "Operation": "registry",
     "Page": "values",
     "ProposalBranch": "values",
-    "Provenance": "reads",
+    "Provenance": "entities",
     "Publication": "publication",
     "PublicationRows": "publication",
     "Query": "reads",
     "Recall": "recall",
     "Reclassify": "writes",
     "Relate": "writes",
-    "Related": "reads",
-    "Relations": "reads",
+    "Related": "entities",
+    "Relations": "entities",
     "Retention": "reads",
     "Retract": "writes",
     "Rev": "values",
     "Session": "session",
     "Show": "reads",
-    "Snapshot": "reads",
+    "Snapshot": "entities",
     "Sql": "reads",
     "Status": "reads",
-    "Timeline": "reads",
+    "Timeline": "entities",
     "WorkTree": "values",
     "destination": "values",
     "init": "adopt",
     "run": "registry",
 }
-_OPERATION_MODULES = ("reads", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall")
+_OPERATION_MODULES = ("reads", "entities", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall")
 
 
 def __getattr__(name: str) -> Any:
