@@ -12,8 +12,10 @@ from helpers import PROPOSALS, check_branch, comprehension, fingerprint, hermeti
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from obsrepo.api import Repository
+from obsrepo.errors import UsageError
 from obsrepo.format.classify import CONFIDENTIAL_WORDS, RESTRICTED_WORDS, content_classification
 from obsrepo.index.weights import fold
+from obsrepo.ops import Comprehend, Session, WorkTree, run
 from obsrepo.read.query import QueryRequest
 from obsrepo.write.comprehend import TRANSITIONS, next_confidence
 
@@ -440,6 +442,12 @@ def test_comprehend_writes_the_next_version(repo):
     repo.commit("belief")
     refused = repo.obsrepo("comprehend", "comp-acme-payments", "--observation", second.id, "--effect", "contradict")
     assert refused.returncode == 2
+    # the door's error names the request's field; the command line renames it to its argument
+    bad = repo.obsrepo("comprehend", "../comp-x", "--observation", second.id, "--effect", "confirm", "--format", "json")
+    assert (bad.returncode, json.loads(bad.stdout)["error"]["details"]["parameter"]) == (2, "COMP_ID"), bad.stdout
+    with pytest.raises(UsageError) as caught:
+        run(Session(str(repo.path)), Comprehend("../comp-x", second.id, "confirm", destination=WorkTree()))
+    assert caught.value.details["parameter"] == "comprehension_id" and caught.value.message.startswith("comprehension_id")
     proc = repo.obsrepo("comprehend", "comp-acme-payments", "--observation", second.id, "--effect", "confirm",
                         "--format", "json")
     assert proc.returncode == 0, proc.stderr
@@ -512,6 +520,7 @@ def test_a_kept_rule_state_follows_comprehension_edits_made_by_others(repo):
 BELIEVER = """
 import sys
 from obsrepo.api import Repository
+from obsrepo.errors import UsageError
 repo = Repository(".")
 for obs_id in sys.argv[1:]:
     assert repo.comprehend("comp-shared", obs_id, "neutral")["commit"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -115,7 +116,7 @@ def cli_names() -> dict[str, str]:
     option's own spelling (`format` → `--format`, `to` → `--to`)."""
     names: dict[str, str] = {}
     for param in click.get_current_context().command.params:
-        label = param.opts[0] if param.param_type_name == "option" else (param.name or "").upper()
+        label = _label(param)
         names[param.name or label] = label
         for opt in param.opts:
             if opt.startswith("--"):
@@ -123,12 +124,20 @@ def cli_names() -> dict[str, str]:
     return names
 
 
+def _label(param: click.Parameter) -> str:
+    """How the command line spells a parameter: an option by its first flag, an argument as its
+    usage line shows it (its metavar when that is one name, `COMP_ID`; else its name, `BASE`)."""
+    if param.param_type_name == "option":
+        return param.opts[0]
+    metavar = param.metavar or ""
+    return metavar if re.fullmatch(r"[A-Z][A-Z_]*", metavar) else (param.name or "").upper()
+
+
 def _refuse_undecodable(kwargs: dict[str, Any]) -> None:
     """Arguments that are not UTF-8 (a shell passes bytes) reach Python as lone surrogates,
     which no query can carry: refuse them by name. File paths are exempt (git allows any bytes,
     and `check` reports such a path itself)."""
-    labels = {p.name: (p.opts[0] if p.param_type_name == "option" else (p.name or "").upper())
-              for p in click.get_current_context().command.params}
+    labels = {p.name: _label(p) for p in click.get_current_context().command.params}
     for name, value in kwargs.items():
         if name == "paths":
             continue

@@ -139,7 +139,7 @@ def export(output_format: str, output: str | None, at: str | None, tenant: str |
 @main.command(epilog=examples(
     "obsrepo comprehend comp-acme-payments --observation obs-20260213-102500-0001 --effect confirm",
     'obsrepo comprehend comp-acme-payments --observation obs-2 --effect contradict --statement "Acme pays late"'))
-@click.argument("comp_id", metavar="COMP_ID")
+@click.argument("comprehension_id", metavar="COMP_ID")
 @click.option("--observation", required=True, metavar="OBS_ID", help="The observation that bears on the belief.")
 @click.option("--effect", type=click.Choice(["confirm", "contradict", "neutral"]), required=True,
               help="What it does to the belief.")
@@ -151,7 +151,7 @@ def export(output_format: str, output: str | None, at: str | None, tenant: str |
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: path, version and confidence (and commit); json: the same as an object.")
 @handled
-def comprehend(comp_id: str, observation: str, effect: str, statement: str | None, reasoning: str | None,
+def comprehend(comprehension_id: str, observation: str, effect: str, statement: str | None, reasoning: str | None,
                as_commit: bool, branch: str | None, tenant: str | None, output_format: str) -> int:
     """Write the next version of comprehension COMP_ID after one more observation.
 
@@ -160,7 +160,7 @@ def comprehend(comp_id: str, observation: str, effect: str, statement: str | Non
     Nothing is written when the observation is already cited. With --commit the version at the
     proposal branch's tip (else HEAD) gets the update, as one commit on that branch.
     """
-    request = Comprehend(comp_id, observation, effect, statement, reasoning, destination(as_commit, branch))
+    request = Comprehend(comprehension_id, observation, effect, statement, reasoning, destination(as_commit, branch))
     updated = run(writer(tenant), request).to_json()
     if output_format == "json":
         _emit_json(updated)

@@ -81,7 +81,8 @@ class Belief:
         if self.effect == "contradict" and not self.statement:
             raise UsageError("statement: a contradicting observation needs the new belief", parameter="statement")
         if not re.fullmatch(COMPREHENSION_ID, self.comp_id):
-            raise UsageError(f"'{self.comp_id}' is not a comprehension id (comp-…)", parameter="COMP_ID")
+            raise UsageError(f"comprehension_id: '{self.comp_id}' is not a comprehension id (comp-…)",
+                             parameter="comprehension_id")
 
     def missing(self) -> NotFoundError:
         return NotFoundError(f"comprehension '{self.comp_id}' does not exist ({self.path})", code="REF_NOT_FOUND",
