@@ -17,10 +17,10 @@ from ..errors import InputError, UsageError
 from ..files import write_new
 from ..format import emit
 from ..format.analyze import analyze
-from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH, read_document
+from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH
 from ..format.model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
 from ..format.report import NOT_WRITTEN, Issue
-from ..format.rules import Analysis, content_hash
+from ..format.rules import Analysis
 from ..gate import graph
 from ..gate.cache import AnalysisCache
 from ..gate.check import analyze_source
@@ -85,23 +85,24 @@ def draft(front: dict[str, Any], body: str = "", now: datetime | None = None, ta
             front["timestamp"] = format_timestamp(parse_timestamp(front["timestamp"]))
         except ValueError as exc:
             raise InputError(f"timestamp: {exc}", parameter="timestamp") from None
+    else:
+        raise InputError("timestamp must be an ISO 8601 string", parameter="timestamp")
+    stamp = parse_timestamp(front["timestamp"])  # in UTC: the id's time and the folder's date
+    name, folder = f"obs-{stamp.year:04d}{stamp:%m%d-%H%M%S}-", f"observations/{stamp.year:04d}/{stamp:%m/%d}"
+    # emitted and read once: the id's hash part is the content hash, which leaves the id out, so
+    # a placeholder of its length stands in until the document is read, then the id is written in
+    placeholder = name + "0" * 8
     try:
-        text = emit.document({"spec": OBSERVATION_SPEC, **front}, body)
-        read_back = read_document(NOT_WRITTEN, text.encode("utf-8"))
+        data = emit.document({"spec": OBSERVATION_SPEC, "id": placeholder, **front}, body).encode("utf-8")
     except UnicodeEncodeError:
         raise InputError("the input holds text that is not valid Unicode", parameter="body") from None
-    if read_back.front is None:
-        raise DocumentRefused(read_back.issues)
-    digest = content_hash(read_back.front, read_back.body)
-    stamp = parse_timestamp(read_back.front["timestamp"]) if isinstance(read_back.front.get("timestamp"), str) else None
-    if stamp is None:
-        raise InputError("timestamp must be an ISO 8601 string", parameter="timestamp")
-    obs_id, path = _free_name(f"obs-{stamp.year:04d}{stamp:%m%d-%H%M%S}-{digest[:8]}",
-                              f"observations/{stamp.year:04d}/{stamp:%m/%d}", taken)
-    data = emit.document({"spec": OBSERVATION_SPEC, "id": obs_id, **front}, body).encode("utf-8")
-    analysis = analyze(path, data)
-    if analysis.issues:
+    analysis = analyze(f"{folder}/{placeholder}.md", data)
+    if analysis.issues or analysis.facts is None:
         raise DocumentRefused(analysis.issues)
+    digest = analysis.facts["hash"]
+    obs_id, path = _free_name(name + digest[:8], folder, taken)
+    data = data.replace(f"\nid: {placeholder}\n".encode(), f"\nid: {obs_id}\n".encode(), 1)
+    analysis.facts["id"] = obs_id
     return Draft(obs_id, path, data, digest, analysis, str(front.get("event", "")))
 
 
