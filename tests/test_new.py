@@ -3,9 +3,13 @@
 import json
 import subprocess
 import sys
+from datetime import datetime, timezone
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from obsrepo import ops
+from obsrepo.errors import ObsrepoError
 from obsrepo.format import emit
 from obsrepo.format.document import read_document
 
@@ -98,3 +102,13 @@ def test_emitted_yaml_reads_back_to_the_same_values(fields):
     assert [i for i in doc.issues if i.rule != "encoding-utf8"] == []
     if not doc.issues:
         assert doc.front["data"] == fields
+
+
+def test_a_timestamp_that_is_not_text_is_refused_by_name_and_nothing_is_written(repo) -> None:
+    """A library caller may hand in a datetime or a number: refused naming the field (a datetime
+    was a TypeError from the emitter)."""
+    for stamp in (datetime(2026, 2, 1, tzinfo=timezone.utc), 1769904000):
+        with pytest.raises(ObsrepoError) as refused:
+            ops.run(ops.Session(str(repo.path)), ops.New({"source": "agent/x", "event": "e", "timestamp": stamp}, "", ops.WorkTree()))
+        assert (refused.value.code, refused.value.details["parameter"]) == ("VALIDATION_ERROR", "timestamp")
+    assert not (repo.path / "observations").exists()
