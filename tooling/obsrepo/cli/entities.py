@@ -8,11 +8,11 @@ import json
 import click
 
 from .. import errors
-from ..ops import Entities, Find, History, Observations, Provenance, Related, Relations, Snapshot, Timeline, run
+from ..ops import Entities, Find, History, Observations, Provenance, Related, Relations, Session, Snapshot, Timeline, run
 from ..ops.surface import CLASSIFICATIONS
 from .app import main
 from .errors import _emit_json, handled
-from .options import _json_out, _paged, at_option, examples, json_or_text, read_options, session
+from .options import _json_out, _paged, at_option, examples, json_or_text, read_options, read_session
 
 
 @main.command(epilog=examples("obsrepo snapshot company/acme", "obsrepo snapshot company/acme --as-of 2026-03-01 --format text",
@@ -27,8 +27,9 @@ from .options import _json_out, _paged, at_option, examples, json_or_text, read_
               help="json: the snapshot object; text: one line per field with its source.")
 @read_options
 @handled
+@read_session
 def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, max_classification: str | None,
-             include_expired: bool, output_format: str, tenant: str | None, index_path: str | None) -> int:
+             include_expired: bool, output_format: str, door: Session) -> int:
     """ENTITY as its observations say it is, field by field.
 
     ENTITY is type/key (company/acme); each field comes with the observation it came from.
@@ -36,8 +37,7 @@ def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, max_
     corrections win over everything else, retracted observations do not count, and an entity
     merged into another (DUPLICATE_OF) answers with the survivor.
     """
-    result = run(session(index_path, tenant), Snapshot(entity, at, as_of, explain, max_classification,
-                                                       include_expired)).to_json()
+    result = run(door, Snapshot(entity, at, as_of, explain, max_classification, include_expired)).to_json()
     if output_format == "json":
         _emit_json(result)
     else:
@@ -57,14 +57,14 @@ def snapshot(entity: str, at: str | None, as_of: str | None, explain: bool, max_
               help="json: one object; text: one line per key.")
 @read_options
 @handled
+@read_session
 def provenance(entity: str, field: str, at: str | None, max_classification: str | None, include_expired: bool,
-               output_format: str, tenant: str | None, index_path: str | None) -> int:
+               output_format: str, door: Session) -> int:
     """Where FIELD of ENTITY's snapshot came from.
 
     The winning observation, its file, the commit that added it, its author, and the rule that decided.
     """
-    result = run(session(index_path, tenant), Provenance(entity, field, at, max_classification,
-                                                         include_expired)).to_json()
+    result = run(door, Provenance(entity, field, at, max_classification, include_expired)).to_json()
     if output_format == "json":
         _emit_json(result)
     else:
@@ -80,13 +80,13 @@ def provenance(entity: str, field: str, at: str | None, max_classification: str 
 @json_or_text
 @read_options
 @handled
-def entities(entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str, tenant: str | None,
-             index_path: str | None) -> int:
+@read_session
+def entities(entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str, door: Session) -> int:
     """Entities with their snapshots, by entity id.
 
     An entity merged into another (DUPLICATE_OF) lives on in its survivor and is not listed.
     """
-    return _json_out(run(session(index_path, tenant), Entities(entity_type, limit, offset, at)), output_format)
+    return _json_out(run(door, Entities(entity_type, limit, offset, at)), output_format)
 
 
 @main.command(epilog=examples('obsrepo find "ACME Corp."', "obsrepo find billing@acme.example --type company --format json"))
@@ -97,13 +97,14 @@ def entities(entity_type: str | None, limit: int, offset: int, at: str | None, o
 @json_or_text
 @read_options
 @handled
+@read_session
 def find(identifier: str, entity_type: str | None, limit: int, offset: int, at: str | None, output_format: str,
-         tenant: str | None, index_path: str | None) -> int:
+         door: Session) -> int:
     """Entities by key, name, email or other identifying field.
 
     IDENTIFIER is compared with case, accents, white space and punctuation ignored.
     """
-    return _json_out(run(session(index_path, tenant), Find(identifier, entity_type, limit, offset, at)), output_format)
+    return _json_out(run(door, Find(identifier, entity_type, limit, offset, at)), output_format)
 
 
 @main.command(epilog=examples("obsrepo observations company/acme", "obsrepo observations company/acme --limit 10 --offset 10"))
@@ -113,13 +114,13 @@ def find(identifier: str, entity_type: str | None, limit: int, offset: int, at: 
 @json_or_text
 @read_options
 @handled
-def observations(entity: str, limit: int, offset: int, at: str | None, output_format: str, tenant: str | None,
-                 index_path: str | None) -> int:
+@read_session
+def observations(entity: str, limit: int, offset: int, at: str | None, output_format: str, door: Session) -> int:
     """The observations about ENTITY, newest first.
 
     Observations of entities merged into ENTITY are included.
     """
-    return _json_out(run(session(index_path, tenant), Observations(entity, limit, offset, at)), output_format)
+    return _json_out(run(door, Observations(entity, limit, offset, at)), output_format)
 
 
 @main.command(epilog=examples("obsrepo relations company/acme", "obsrepo relations invoice/inv-2041 --relation PART_OF --direction out"))
@@ -131,13 +132,14 @@ def observations(entity: str, limit: int, offset: int, at: str | None, output_fo
 @json_or_text
 @read_options
 @handled
+@read_session
 def relations(entity: str, types: tuple[str, ...], direction: str, at: str | None, output_format: str,
-              tenant: str | None, index_path: str | None) -> int:
+              door: Session) -> int:
     """The relationships of ENTITY.
 
     Both directions unless --direction says otherwise; retracted relations do not count.
     """
-    return _json_out(run(session(index_path, tenant), Relations(entity, direction, types, at)), output_format)
+    return _json_out(run(door, Relations(entity, direction, types, at)), output_format)
 
 
 @main.command(epilog=examples("obsrepo related company/acme", "obsrepo related task/44 --hops 3 --relation DEPENDS_ON --direction out"))
@@ -151,15 +153,15 @@ def relations(entity: str, types: tuple[str, ...], direction: str, at: str | Non
 @json_or_text
 @read_options
 @handled
+@read_session
 def related(entity: str, types: tuple[str, ...], direction: str, hops: int, limit: int | None, at: str | None,
-            output_format: str,
-            tenant: str | None, index_path: str | None) -> int:
+            output_format: str, door: Session) -> int:
     """Entities reachable from ENTITY through relationships.
 
     Each entity is listed once, up to --hops relations away; a merged-away entity is listed
     only as the entity it was merged into.
     """
-    return _json_out(run(session(index_path, tenant), Related(entity, types, direction, hops, at, limit)), output_format)
+    return _json_out(run(door, Related(entity, types, direction, hops, at, limit)), output_format)
 
 
 @main.command(epilog=examples("obsrepo timeline --entity invoice/inv-2041", "obsrepo timeline --event-type PaymentDue --after 2026-03-01"))
@@ -174,16 +176,16 @@ def related(entity: str, types: tuple[str, ...], direction: str, hops: int, limi
 @json_or_text
 @read_options
 @handled
-def timeline(entity: str | None, event_type: str | None, after: str | None, before: str | None, limit: int, offset: int,
-             max_classification: str | None, at: str | None, output_format: str, tenant: str | None,
-             index_path: str | None) -> int:
+@read_session
+def timeline(entity: str | None, event_type: str | None, after: str | None, before: str | None, limit: int,
+             offset: int, max_classification: str | None, at: str | None, output_format: str, door: Session) -> int:
     """Events from date fields and observation times, newest first.
 
     A snapshot field holding an ISO date (invoice_date → InvoiceIssued) is an event, and so is
     each observation at its own timestamp (with its type).
     """
     request = Timeline(entity, event_type, after, before, limit, offset, at, max_classification)
-    return _json_out(run(session(index_path, tenant), request), output_format)
+    return _json_out(run(door, request), output_format)
 
 
 @main.command(epilog=examples("obsrepo history company/acme", "obsrepo history company/acme --format json"))
@@ -191,10 +193,11 @@ def timeline(entity: str | None, event_type: str | None, after: str | None, befo
 @json_or_text
 @read_options
 @handled
-def history(entity: str, output_format: str, tenant: str | None, index_path: str | None) -> int:
+@read_session
+def history(entity: str, output_format: str, door: Session) -> int:
     """How ENTITY's snapshot changed, commit by commit.
 
     Every field that changed, with the commit, its author and the observation that changed it.
     """
-    return _json_out(run(session(index_path, tenant), History(entity)), output_format)
+    return _json_out(run(door, History(entity)), output_format)
 

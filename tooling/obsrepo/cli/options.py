@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -43,8 +45,20 @@ tenant_option = click.option("--tenant", metavar="org=…[,project=…]", help="
 
 def read_options(func: Callable) -> Callable:
     """The options every read command has: the tenant binding and the index file. The command
-    receives them as `tenant` and `index_path` and hands them to `session`."""
+    receives them as `tenant` and `index_path`, or, under `read_session`, their Session."""
     return tenant_option(index_option(func))
+
+
+def read_session(func: Callable[..., int]) -> Callable[..., int]:
+    """A read command's door from its `read_options`: `tenant` and `index_path` become one
+    `door: Session`, so the command does not carry what it only hands on. It goes below
+    `handled`, so a binding refused or a folder outside a repository is reported as any error."""
+
+    @functools.wraps(func)
+    def with_session(*args: Any, tenant: str | None = None, index_path: str | None = None, **kwargs: Any) -> int:
+        return func(*args, door=session(index_path, tenant), **kwargs)
+
+    return with_session
 
 
 def _progress_bar(label: str, keep: bool = False) -> Callable[[int, int], None] | None:

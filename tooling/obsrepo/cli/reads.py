@@ -5,11 +5,11 @@ from __future__ import annotations
 import click
 
 from .. import errors
-from ..ops import Query, Show, Sql, Status, run
+from ..ops import Query, Session, Show, Sql, Status, run
 from ..ops.surface import CLASSIFICATIONS, QUERY_MODES, observation_lines, plural, table, vectors_line
 from .app import main
 from .errors import _emit_json, handled
-from .options import FORMATS, at_option, embedder_option, examples, index_option, json_or_text, read_options, session
+from .options import FORMATS, at_option, embedder_option, examples, index_option, json_or_text, read_options, read_session, session
 
 
 @main.command(epilog=examples("obsrepo query --scope task/42", "obsrepo query --type task.updated --after 2026-02-01 --format full",
@@ -153,13 +153,14 @@ def sql(statement: str, output_format: str, timeout: float, memory_limit: str, i
 @json_or_text
 @read_options
 @handled
-def show(observation_id: str, at: str | None, output_format: str, tenant: str | None, index_path: str | None) -> int:
+@read_session
+def show(observation_id: str, at: str | None, output_format: str, door: Session) -> int:
     """One observation as a reviewer reads it.
 
     Its front matter and body, the commit that added it, what it corrects or retracts, who
     retracts it, and the fields of its entity's snapshot it currently wins.
     """
-    result = run(session(index_path, tenant), Show(observation_id, at)).to_json()
+    result = run(door, Show(observation_id, at)).to_json()
     if output_format == "json":
         _emit_json(result)
     else:

@@ -7,11 +7,11 @@ import json
 import click
 
 from .. import errors
-from ..ops import Diff, run
+from ..ops import Diff, Session, run
 from ..ops.surface import write_replacing
 from .app import main
 from .errors import _emit_json, handled
-from .options import examples, read_options, session
+from .options import examples, read_options, read_session
 
 
 @main.command(epilog=examples("obsrepo diff", "obsrepo diff main HEAD --format markdown", "obsrepo diff HEAD~1 HEAD --format json",
@@ -23,8 +23,8 @@ from .options import examples, read_options, session
 @click.option("--output", "output_file", metavar="PATH", help="Also write the JSON report to PATH.")
 @read_options
 @handled
-def diff(base: str | None, head: str | None, output_format: str, output_file: str | None, tenant: str | None,
-         index_path: str | None) -> int:
+@read_session
+def diff(base: str | None, head: str | None, output_format: str, output_file: str | None, door: Session) -> int:
     """What BASE..HEAD changes in the truth, entity by entity.
 
     HEAD defaults to HEAD; BASE to the merge base of HEAD with the default branch
@@ -35,7 +35,7 @@ def diff(base: str | None, head: str | None, output_format: str, output_file: st
     nothing, what retractions withdraw, relations, comprehension edits, and what
     `check --base BASE` refuses in the change (then the exit code is 1).
     """
-    result = run(session(index_path, tenant), Diff(base, head)).to_json()
+    result = run(door, Diff(base, head)).to_json()
     if output_file:
         write_replacing(output_file, (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
     if output_format == "json":

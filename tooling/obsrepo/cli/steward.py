@@ -9,11 +9,11 @@ from typing import Any
 import click
 
 from .. import errors
-from ..ops import Comprehend, Comprehensions, Export, Feedback, Query, Reclassify, Retention, destination, run
+from ..ops import Comprehend, Comprehensions, Export, Feedback, Query, Reclassify, Retention, Session, destination, run
 from ..ops.surface import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES, TENANT_KEYS, plural
 from .app import main
 from .errors import _emit_json, handled
-from .options import _progress_bar, examples, json_or_text, read_options, session
+from .options import _progress_bar, examples, json_or_text, read_options, read_session
 from .write import branch_option, commit_option, render_written, write_options, writer
 
 
@@ -60,13 +60,14 @@ def reclassify(ids: tuple[str, ...], classification: str, reason: str | None, as
 @json_or_text
 @read_options
 @handled
-def retention(at: str | None, limit: int, output_format: str, tenant: str | None, index_path: str | None) -> int:
+@read_session
+def retention(at: str | None, limit: int, output_format: str, door: Session) -> int:
     """What schemas/retention.yaml has expired at REV, and what expires next.
 
     An observation expires when the commit's committer time reaches its timestamp plus the
     shortest ttl among the policies that match its type or effective classification.
     """
-    result = run(session(index_path, tenant), Retention(at, limit)).to_json()
+    result = run(door, Retention(at, limit)).to_json()
     if output_format == "json":
         _emit_json(result)
         return errors.EXIT_OK
@@ -109,8 +110,8 @@ def _query_filters(func: Any) -> Any:
 @click.option("--output", metavar="PATH", help="The file (a folder for parquet); default stdout.")
 @read_options
 @handled
-def export(output_format: str, output: str | None, at: str | None, tenant: str | None, index_path: str | None,
-           **filters: Any) -> int:
+@read_session
+def export(output_format: str, output: str | None, at: str | None, door: Session, **filters: Any) -> int:
     """Write every matching observation to jsonl, csv, markdown or parquet.
 
     Matches what query would list with the same filters (no paging), oldest first.
@@ -125,7 +126,7 @@ def export(output_format: str, output: str | None, at: str | None, tenant: str |
                   **{key: filters[key] for key in TENANT_KEYS})
     request = Export(query, output_format, output, out=sys.stdout.buffer, progress=_progress_bar("exporting"))
     try:
-        result = run(session(index_path, tenant), request).to_json()
+        result = run(door, request).to_json()
     except BrokenPipeError:  # `obsrepo export | head`: the reader has what it wanted
         import os
 
@@ -183,10 +184,11 @@ def comprehend(comprehension_id: str, observation: str, effect: str, statement: 
 @json_or_text
 @read_options
 @handled
+@read_session
 def comprehensions(domain: str | None, confidence: str | None, text: str | None, limit: int, offset: int,
-                   output_format: str, tenant: str | None, index_path: str | None) -> int:
+                   output_format: str, door: Session) -> int:
     """Beliefs (comprehension documents) of the indexed commit, by id."""
-    result = run(session(index_path, tenant), Comprehensions(domain, confidence, text, limit, offset)).to_json()
+    result = run(door, Comprehensions(domain, confidence, text, limit, offset)).to_json()
     if output_format == "json":
         _emit_json(result)
     elif not result["comprehensions"]:
