@@ -144,13 +144,14 @@ def relation_targets(live: list[tuple[str, Document]], known: Facts) -> list[Iss
 Edge = tuple[str, str, str, Document, int]  # source entity, target entity, path, facts, relation index
 
 
-def _edges(live: list[tuple[str, Document]], rel_type: str) -> list[Edge]:
-    return [
-        (facts["entity"], target, path, facts, index)
-        for path, facts in live
-        for index, (kind, target) in enumerate(facts["relations"])
-        if kind == rel_type
-    ]
+def _edges(live: list[tuple[str, Document]]) -> dict[str, list[Edge]]:
+    """The graph relations of `live`, by type."""
+    edges: dict[str, list[Edge]] = {}
+    for path, facts in live:
+        for index, (kind, target) in enumerate(facts["relations"]):
+            if kind in GRAPH_TYPES:
+                edges.setdefault(kind, []).append((facts["entity"], target, path, facts, index))
+    return edges
 
 
 def _targets_of(known: Facts, rel_type: str, entity: str) -> set[str]:
@@ -161,8 +162,9 @@ def cycles(live: list[tuple[str, Document]], known: Facts) -> list[Issue]:
     """No cycle of one graph type; a cycle is reported once, at the newest of the change's
     relations inside it (on a consistent state, only a new relation can close one)."""
     issues = []
+    by_type = _edges(live)
     for rel_type in GRAPH_TYPES:
-        edges = _edges(live, rel_type)
+        edges = by_type.get(rel_type)
         if not edges:
             continue
         adjacency: dict[str, set[str]] = {}  # the graph reachable from the change's relations
@@ -197,7 +199,7 @@ def merges(live: list[tuple[str, Document]], known: Facts, ours: set[int]) -> li
     """An entity is merged (DUPLICATE_OF) once: every merge of it but the first (by timestamp,
     id) is refused, and a merge of the change whenever the state already holds another."""
     issues = []
-    for source, _target, path, facts, index in _edges(live, "DUPLICATE_OF"):
+    for source, _target, path, facts, index in _edges(live).get("DUPLICATE_OF", ()):
         mine = (facts["timestamp"], facts["id"], index)
         others = sorted((other["timestamp"], other["id"], number, target, id(other) in ours)
                         for other in known.about(source)
@@ -217,7 +219,7 @@ def orphans(change: list[tuple[str, Document]], known: Facts, ours: set[int]) ->
     is of the change, gets `relation-target`)."""
     issues = []
     for path, facts in change:
-        if facts["kind"] != "observation":
+        if facts["kind"] != "observation" or not facts["retracts"]:
             continue
         entities = {hit["entity"] for target in facts["retracts"]
                     if (hit := known.observation(target)) is not None and hit["entity"]}

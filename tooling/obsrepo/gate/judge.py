@@ -142,21 +142,20 @@ class TreeFacts:
         self.observations: dict[str, Document] = {}
         self.retracted: set[str] = set()
         self.entities: dict[str, list[Document]] = {}
-        self.referrers: dict[str, list[Document]] = {}
+        self.referrers: dict[str, list[Document]] | None = None  # made when first asked (a retraction's)
         documents = list(documents)
         for path, facts in documents:
             self.ids.setdefault(facts["id"], path)
             if facts["kind"] == "observation":
                 self.hashes.setdefault(facts["hash"], path)
                 self.observations.setdefault(facts["id"], facts)
-                self.retracted.update(facts["retracts"])
-        for _path, facts in documents:
-            if facts["kind"] != "observation" or facts["id"] in self.retracted:
-                continue
+                if facts["retracts"]:
+                    self.retracted.update(facts["retracts"])
+        self.live = [facts for _path, facts in documents
+                     if facts["kind"] == "observation" and facts["id"] not in self.retracted]
+        for facts in self.live:
             if facts["entity"]:
                 self.entities.setdefault(facts["entity"], []).append(facts)
-            for target in dict.fromkeys(target for _type, target in facts["relations"]):
-                self.referrers.setdefault(target, []).append(facts)
 
     def holder(self, doc_id: str) -> str | None:
         return self.ids.get(doc_id)
@@ -174,6 +173,11 @@ class TreeFacts:
         return self.entities.get(entity, ())
 
     def referring(self, entity: str) -> Iterable[Document]:
+        if self.referrers is None:
+            self.referrers = {}
+            for facts in self.live:
+                for target in dict.fromkeys(target for _type, target in facts["relations"]):
+                    self.referrers.setdefault(target, []).append(facts)
         return self.referrers.get(entity, ())
 
 
