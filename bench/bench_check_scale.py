@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,15 +41,15 @@ _PEAK = ("import resource, subprocess, sys\n"
 
 def measured(cmd: list[str] | str, cwd: str, env: dict | None = None, shell: bool = False,
              ok: tuple[int, ...] = (0,)) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of one whole process (getrusage of the child)."""
+    """(wall seconds, peak RSS in MB, stderr) of one whole process (getrusage of the child)."""
     argv = ["sh", "-c", cmd] if shell else list(cmd)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", _PEAK, *argv], cwd=cwd, env=env, capture_output=True)
     elapsed = time.perf_counter() - start
     if proc.returncode not in ok:
         raise SystemExit(f"{cmd} failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
-    peak_kb = int(proc.stderr.decode().strip().splitlines()[-1])
-    return elapsed, peak_kb / 1024, proc.stdout.decode(errors="replace")
+    *said, peak = proc.stderr.decode(errors="replace").strip().splitlines()
+    return elapsed, int(peak) / 1024, "\n".join(said)
 
 
 def median_of(runs: int, fn) -> tuple[float, float, str]:
@@ -62,11 +63,10 @@ def store_of(repo: str) -> str:
     return os.path.join(common, "obsrepo")
 
 
-def read_count(out: str) -> str:
-    try:
-        return str(json.loads(out).get("read"))
-    except ValueError:
-        return "?"
+def read_count(said: str) -> str:
+    """What `check` read, as it says on stderr with OBSREPO_DEBUG set (the report never says)."""
+    found = re.search(r"^obsrepo check: read (\d+) of", said, re.M)
+    return found.group(1) if found else "?"
 
 
 def main() -> None:
@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("--skip-full", action="store_true", help="leave out `check` of everything")
     args = parser.parse_args()
     obsrepo = [sys.executable, "-m", "obsrepo"]
+    os.environ["OBSREPO_DEBUG"] = "1"  # check says on stderr how many documents it read
     no_cache = {**os.environ, "OBSREPO_NO_CACHE": "1"}
     with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
         repo = os.path.join(tmp, "repo")

@@ -195,7 +195,8 @@ def test_the_gate_depends_on_click_pydantic_and_pyyaml_only():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert _names(project["dependencies"]) == {"click", "pydantic", "pyyaml"}
     extras = project["optional-dependencies"]
-    assert _names(extras["index"]) == {"duckdb", "duckdb-extension-fts", "pyarrow"}
+    # numpy ranks recall's vectors whichever provider made them (docs/design.md §15)
+    assert _names(extras["index"]) == {"duckdb", "duckdb-extension-fts", "pyarrow", "numpy"}
     assert "obsrepo[index]" in extras["test"]  # `pip install ".[test]"` (the README, .ci/run) sets up everything
     assert 'pip install --quiet ".[test]"' in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 

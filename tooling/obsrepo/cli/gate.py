@@ -38,6 +38,8 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 
     checked = run(Session(os.getcwd()), Check(paths, base, staged, os.getcwd(), _progress_bar("checking")))
     render_report(checked.report, output_format)
+    if os.environ.get("OBSREPO_DEBUG") and checked.report.read is not None:  # what the facts cache saved
+        click.echo(f"obsrepo check: read {checked.report.read} of {checked.report.checked} documents", err=True)
     return errors.EXIT_OK if checked.ok else errors.EXIT_PROBLEMS
 
 

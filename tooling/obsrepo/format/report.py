@@ -60,7 +60,9 @@ class Issue:
 class Report:
     checked: int = 0
     issues: list[Issue] = field(default_factory=list)
-    read: int | None = None  # documents read and analysed, the others served by a cache (check)
+    # documents read and analysed, the others served by a cache (check): never in the report
+    # itself, whose bytes depend on the repository only (OBSREPO_DEBUG=1 prints it to stderr)
+    read: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -74,5 +76,4 @@ class Report:
             "ok": self.ok,
             "checked": self.checked,
             "issues": [i.as_dict() for i in self.sorted_issues()],
-            **({} if self.read is None else {"read": self.read}),
         }
