@@ -48,10 +48,9 @@ def table_or_none(catalog: Any, namespace: str, table: str) -> Any:
         return None
 
 
-def published_commits(catalog: Any, namespace: str) -> dict[str, tuple[tuple[int, str], ...]]:
-    """repo → its published (seq, sha), by seq: the `commits` table, which is appended last, so
-    a publication stopped half way is not in it."""
-    table = table_or_none(catalog, namespace, "commits")
+def published_commits(table: Any) -> dict[str, tuple[tuple[int, str], ...]]:
+    """repo → its published (seq, sha), by seq: the `commits` table (None: not created yet),
+    which is appended last, so a publication stopped half way is not in it."""
     if table is None:
         return {}
     rows = table.scan(selected_fields=("repo", "seq", "sha")).to_arrow().to_pylist()
@@ -61,10 +60,10 @@ def published_commits(catalog: Any, namespace: str) -> dict[str, tuple[tuple[int
     return {repo: tuple(pairs) for repo, pairs in published.items()}
 
 
-def check_settings(catalog: Any, namespace: str, tables: tuple[str, ...], settings: dict[str, str]) -> None:
-    """Refuse a publish whose binding or ceiling differs from what the namespace's tables hold."""
-    for name in tables:
-        table = table_or_none(catalog, namespace, name)
+def check_settings(tables: dict[str, Any], namespace: str, settings: dict[str, str]) -> None:
+    """Refuse a publish whose binding or ceiling differs from what the namespace's tables
+    (name → table, or None) hold."""
+    for table in tables.values():
         if table is None:
             continue
         for key, wanted in settings.items():

@@ -55,8 +55,9 @@ def publish(session: Session, catalog_name: str, namespace: str = DEFAULT_NAMESP
     ceiling = max_classification or DEFAULT_CEILING
     settings = {TENANT_PROPERTY: ",".join(f"{k}={v}" for k, v in sorted(session.binding.as_dict().items())),
                 CEILING_PROPERTY: ceiling}
-    check_settings(catalog, namespace, TABLES, settings)
-    request = Publication(published=published_commits(catalog, namespace), rev=rev, max_classification=ceiling,
+    tables = {name: table_or_none(catalog, namespace, name) for name in TABLES}  # each loaded once per publish
+    check_settings(tables, namespace, settings)
+    request = Publication(published=published_commits(tables["commits"]), rev=rev, max_classification=ceiling,
                           rebase_published=rebase_published)
     rows = run(session, request)
     if rows.status == "publish":
@@ -64,14 +65,13 @@ def publish(session: Session, catalog_name: str, namespace: str = DEFAULT_NAMESP
         summary = {"obsrepo.git-commit": rows.rev, "obsrepo.repo": rows.repo, "obsrepo.seq": str(rows.seqs[-1])}
         head = request.published.get(rows.repo, ((0, ""),))[-1][0]
         for name in TABLES:
-            _append(catalog, namespace, name, rows, head, summary, settings)
+            _append(catalog, namespace, name, tables[name], rows, head, summary, settings)
     return Published(catalog_name, namespace, rows.to_json())
 
 
-def _append(catalog: Any, namespace: str, name: str, rows: Any, head: int, summary: dict[str, str],
+def _append(catalog: Any, namespace: str, name: str, table: Any, rows: Any, head: int, summary: dict[str, str],
             settings: dict[str, str]) -> None:
     data = rows.tables[name]
-    table = table_or_none(catalog, namespace, name)
     if table is None:
         table = catalog.create_table(identifier(namespace, name), schema=data.schema, properties=settings)
     leaving = gone_rows(table, name, rows.repo, head, rows.erased)
