@@ -80,3 +80,30 @@ def test_duckdb_failures_leave_the_library_as_obsrepo_errors(repo, monkeypatch):
         api.query(QueryRequest())
     assert caught.value.code == "INTERNAL_ERROR" and caught.value.details["duckdb"] == "BinderException"
     assert isinstance(caught.value.__cause__, duckdb.Error)
+
+
+def test_a_query_that_names_a_missing_table_is_its_own_mistake_and_rebuilds_nothing(repo, monkeypatch):
+    """A CatalogException is also what a damaged index raises (a table gone), which rebuilds; but
+    over an intact catalog it is the query's mistake: reported at once, the index left as it was."""
+    import duckdb
+    from obsrepo.errors import ObsrepoError
+    from obsrepo.read import query as query_module
+    from obsrepo.read.query import QueryRequest
+
+    repo.add(observation("obs-20260101-090000-0001", "2026-01-01T09:00:00Z"))
+    repo.commit("one")
+    api = Repository(str(repo.path))
+    assert api.query(QueryRequest())["total"] == 1
+    index = next((repo.path / ".git").glob("obsrepo/*.duckdb"), None) or next(repo.path.glob("**/*.duckdb"))
+    before = index.stat()
+
+    def mistaken(scope, request):
+        scope.rows("SELECT id FROM no_such_table")
+
+    monkeypatch.setattr(query_module, "run_query", mistaken)
+    with pytest.raises(ObsrepoError) as caught:
+        api.query(QueryRequest())
+    assert caught.value.code == "INTERNAL_ERROR" and caught.value.details["duckdb"] == "CatalogException"
+    assert isinstance(caught.value.__cause__, duckdb.CatalogException)
+    after = index.stat()
+    assert (after.st_ino, after.st_mtime_ns, after.st_size) == (before.st_ino, before.st_mtime_ns, before.st_size)

@@ -151,6 +151,26 @@ class Attached:
             self._con.close()
 
 
+def catalog_intact(con: Any) -> bool:
+    """Whether every table and view of the index's schema is there: a DuckDB CatalogException
+    over an intact catalog is a query's own mistake (a name it got wrong), not a damaged file,
+    and rebuilding would only hide it."""
+    import re
+
+    import duckdb
+
+    from .schema import TABLES, VIEWS
+
+    expected = set(re.findall(r"CREATE (?:OR REPLACE )?(?:TABLE|VIEW) (\w+)", TABLES + VIEWS))
+    try:
+        present = {row[0] for row in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database()").fetchall()}
+    except duckdb.Error:
+        return False
+    return expected <= present
+
+
 def damage_errors() -> tuple[type[BaseException], ...]:
     """What DuckDB raises when a file's blocks or catalog are damaged."""
     import duckdb

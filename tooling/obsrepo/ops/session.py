@@ -137,7 +137,7 @@ class Session:
         session's binding (or `binding`, a narrower one); `scoped=False` hands `work` the bare
         connection instead. If DuckDB reports a damaged file on the way (a bad block checksum,
         a missing table), rebuild the index from git and run it once more."""
-        from ..index.engine import damage_errors
+        from ..index.engine import catalog_intact, damage_errors
         from ..read.scope import ReadScope
 
         tenant = (self.binding if binding is None else binding).as_dict()
@@ -155,9 +155,10 @@ class Session:
             except damage_errors() as exc:
                 if attempt == 2:
                     raise IndexFault(f"the index is damaged and rebuilding did not help: {exc}") from None
+                if _names_a_missing_thing(exc) and catalog_intact(con):
+                    raise _unanswered(exc) from exc  # the query's mistake: a rebuild would only hide it
             except _duckdb_error() as exc:  # any other DuckDB failure leaves the library as one of ours
-                raise ObsrepoError(f"the index could not answer: {type(exc).__name__}: {exc}",
-                                   code=errors.INTERNAL_ERROR, duckdb=type(exc).__name__) from exc
+                raise _unanswered(exc) from exc
             finally:
                 con.close()
             if self._live is not None:  # it holds the path open: it closes, rebuilds and reopens
@@ -209,6 +210,17 @@ class Session:
         from ..write.proposal import default_source
 
         return default_source(self.git)
+
+
+def _unanswered(exc: BaseException) -> ObsrepoError:
+    return ObsrepoError(f"the index could not answer: {type(exc).__name__}: {exc}",
+                        code=errors.INTERNAL_ERROR, duckdb=type(exc).__name__)
+
+
+def _names_a_missing_thing(exc: BaseException) -> bool:
+    import duckdb
+
+    return isinstance(exc, duckdb.CatalogException)
 
 
 def _duckdb_error() -> type[BaseException]:
