@@ -10,10 +10,11 @@ words, so texts have known tokens), and the repository is indexed with it (the c
 cache is timed). Medians of:
 
   in process    `ops.run(Recall(text, budget 2000))` on a kept-open Session (hybrid ranking),
-                and with no text (the newest observations); beside `Query(text, limit 20)`
-                hybrid on the same session
-  MCP           `recall` (Markdown) round trips on a warm `obsrepo mcp` server, through the SDK's
-                own client; beside `observation_query` (text, limit 20, json)
+                with no text (the newest observations), with the text and no embedder (BM25),
+                with a scope and no text; beside `Query(text, limit 20)` hybrid on the same session
+  MCP           `recall` (Markdown, with and without the text) round trips on a warm
+                `obsrepo mcp` server, through the SDK's own client; beside `observation_query`
+                (text, limit 20, json)
 
 Targets: in process ≤ 100 ms, MCP ≤ 150 ms. Also printed: the cache's size on disk.
 """
@@ -30,11 +31,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 TOKENS, DIMENSIONS = 30_000, 256
 TEXT = "invoice paid late by the customer"
+SCOPE = "ops"  # a scope of about 5 % of the benchmark repositories' observations
 
 
 def write_random_model(folder: Path, words: list[str]) -> Path:
@@ -78,14 +81,18 @@ def median_ms(work: Any, reps: int) -> float:
 def in_process(repo: str, embedder: str, reps: int) -> dict[str, float]:
     from obsrepo.ops import Query, Recall, Session, run
 
-    session = Session(repo, embedder=embedder)
-    session.keep_open()
-    try:
-        return {"recall --text": median_ms(lambda: run(session, Recall(text=TEXT)), reps),
-                "recall (no text)": median_ms(lambda: run(session, Recall()), reps),
-                "query --text (baseline)": median_ms(lambda: run(session, Query(text=TEXT, limit=20)), reps)}
-    finally:
-        session.close()
+    def timed(configured: str, cases: dict[str, Any]) -> dict[str, float]:
+        session = Session(repo, embedder=configured)  # one kept-open session at a time in a process
+        session.keep_open()
+        try:
+            return {name: median_ms(partial(run, session, request), reps) for name, request in cases.items()}
+        finally:
+            session.close()
+
+    return {**timed(embedder, {"recall --text": Recall(text=TEXT), "recall (no text)": Recall(),
+                               "recall --scope, no text": Recall(scopes=(SCOPE,)),
+                               "query --text (baseline)": Query(text=TEXT, limit=20)}),
+            **timed("none", {"recall --text, no embedder": Recall(text=TEXT)})}
 
 
 def over_mcp(repo: str, embedder: str, reps: int) -> dict[str, float]:
@@ -111,6 +118,7 @@ def over_mcp(repo: str, embedder: str, reps: int) -> dict[str, float]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             return {"recall": await timed(session, "recall", {"text": TEXT}),
+                    "recall (no text)": await timed(session, "recall", {}),
                     "observation_query (baseline)": await timed(session, "observation_query",
                                                                 {"text": TEXT, "limit": 20, "mode": "json"})}
 
@@ -141,8 +149,10 @@ def main() -> None:
         print(f"in process  {name:28s} {value:8.1f} ms  ({value / local['query --text (baseline)']:.2f}× the query)")
     for name, value in remote.items():
         print(f"MCP         {name:28s} {value:8.1f} ms  ({value / remote['observation_query (baseline)']:.2f}× the query)")
-    print(f"targets: recall in process ≤ 100 ms ({'met' if local['recall --text'] <= 100 else 'MISSED'}), "
-          f"MCP ≤ 150 ms ({'met' if remote['recall'] <= 150 else 'MISSED'})")
+    slowest_local = max(v for k, v in local.items() if k.startswith("recall"))
+    slowest_remote = max(v for k, v in remote.items() if k.startswith("recall"))
+    print(f"targets: recall in process ≤ 100 ms ({'met' if slowest_local <= 100 else 'MISSED'}), "
+          f"MCP ≤ 150 ms ({'met' if slowest_remote <= 150 else 'MISSED'})")
 
 
 if __name__ == "__main__":

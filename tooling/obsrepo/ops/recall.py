@@ -64,6 +64,7 @@ def recall(session: Session, request: Recall) -> Block:
     ceiling = Ceiling.parse(request.max_classification, "max_classification")
     query = Query(scopes=request.scopes, text=request.text, limit=MAX_OBSERVATIONS, at=request.at)
     engine = filters(query)
+    engine.brief = True  # the block shows an observation's id, commit, time and event, and reads its entity
     engine.semantic = meaning(session, query)
     match = "lexical" if engine.semantic is None else engine.semantic.match
     ask = RecallRequest(tuple(request.entities), engine, request.budget, match)

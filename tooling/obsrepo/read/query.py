@@ -39,6 +39,7 @@ class QueryRequest:
     offset: int = 0
     order: str = "desc"
     semantic: Any = None  # semantic.Semantic: --match semantic|hybrid (docs/design.md §15)
+    brief: bool = False  # records of BRIEF's keys only (recall's): a page then reads no body, data or context
 
     def validate(self) -> None:
         check_page(self.limit, self.offset)
@@ -95,8 +96,14 @@ def _filters(request: QueryRequest) -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
-RECORD_SQL = ", ".join("strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f') AS ts" if name == "timestamp" else f"o.{quoted(name)}"
-                       for name in RECORD)  # the order `_record` unpacks
+def _columns(names: list[str]) -> str:
+    return ", ".join("strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f') AS ts" if name == "timestamp" else f"o.{quoted(name)}"
+                     for name in names)
+
+
+RECORD_SQL = _columns(RECORD)  # the order `_record` unpacks
+BRIEF = ["id", "timestamp", "event", "entity", "commit"]
+BRIEF_SQL = _columns(BRIEF)  # the order `_brief` unpacks
 
 
 def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
@@ -122,7 +129,7 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
             total = rows[0][1]
         else:  # past the last page
             total = scope.one(f"SELECT count(*) FROM ({matching})", params)[0]
-    records = fetch_records(scope, [row_id for row_id, _ in page])
+    records = fetch_records(scope, [row_id for row_id, _ in page], request.brief)
     weights = _weights_of(scope, [records[row_id]["id"] for row_id, _ in page]) if request.text else {}
     observations = []
     for row_id, score in page:
@@ -147,7 +154,7 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
 
     page = ranked(scope, matching, params, request.text or "", request.semantic, order, not request.unweighted,
                   request.offset, request.limit)
-    records = fetch_records(scope, [item.row_id for item in page.items])
+    records = fetch_records(scope, [item.row_id for item in page.items], request.brief)
     observations = []
     for item in page.items:
         record = records[item.row_id]
@@ -181,8 +188,10 @@ def retracted_rows(scope: ReadScope) -> list[int]:
     return scope.remember(("retracted", *scope.view_key()), lambda: [row[0] for row in scope.rows(sql)])
 
 
-def fetch_records(scope: ReadScope, row_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """Records by row id; a watcher's draft (a negative id far below the rest) says `uncommitted`."""
+def fetch_records(scope: ReadScope, row_ids: list[int], brief: bool = False) -> dict[int, dict[str, Any]]:
+    """Records by row id; a watcher's draft (a negative id far below the rest) says `uncommitted`.
+    `brief`: BRIEF's keys only; the scan then reads a few narrow columns of the rows it passes
+    over instead of every printed one (what costs most when the rows are far apart)."""
     from ..index.drafts_table import is_draft_row
 
     found: dict[int, dict[str, Any]] = {}
@@ -190,14 +199,14 @@ def fetch_records(scope: ReadScope, row_ids: list[int]) -> dict[int, dict[str, A
     for ids in (drafts, [r for r in row_ids if not is_draft_row(r)]):  # each a narrow row-id range
         if not ids:
             continue
-        rows = scope.rows(f"SELECT o.row_id, {RECORD_SQL}, NULL, NULL FROM visible_records AS o "
+        rows = scope.rows(f"SELECT o.row_id, {BRIEF_SQL if brief else RECORD_SQL + ', NULL, NULL'} FROM visible_records AS o "
                           "WHERE o.row_id BETWEEN ? AND ? AND list_contains(?::BIGINT[], o.row_id)",
                           [min(ids), max(ids), ids])
         for row in rows:
-            found[row[0]] = _record(row[1:], False)
+            found[row[0]] = _brief(row[1:]) if brief else _record(row[1:], False)
             if ids is drafts:
                 found[row[0]]["uncommitted"] = True
-    if scope.raised is not None and row_ids:  # a reclassify document raised some: records say the effective level
+    if scope.raised is not None and row_ids and not brief:  # a reclassify document raised some: records say the effective level
         from ..format.vocabulary import CLASSIFICATIONS
 
         for row_id, rank in scope.rows(f"SELECT row_id, rank FROM {scope.raised} WHERE list_contains(?::BIGINT[], row_id)",
@@ -254,6 +263,11 @@ def _record(row: tuple, with_score: bool) -> dict[str, Any]:
     if with_score:
         record["score"] = score
     return record
+
+
+def _brief(row: tuple) -> dict[str, Any]:
+    obs_id, ts, event, entity, commit = row
+    return {"id": obs_id, "timestamp": _iso(ts), "event": event, "entity": entity, "commit": commit}
 
 
 def _load(text: str | None) -> Any:
