@@ -12,6 +12,7 @@ cache is timed). Medians of:
   in process    `ops.run(Recall(text, budget 2000))` on a kept-open Session (hybrid ranking),
                 with no text (the newest observations), with the text and no embedder (BM25),
                 with a scope and no text; beside `Query(text, limit 20)` hybrid on the same session
+                (and lexical, with no embedder)
   MCP           `recall` (Markdown, with and without the text) round trips on a warm
                 `obsrepo mcp` server, through the SDK's own client; beside `observation_query`
                 (text, limit 20, json)
@@ -92,7 +93,8 @@ def in_process(repo: str, embedder: str, reps: int) -> dict[str, float]:
     return {**timed(embedder, {"recall --text": Recall(text=TEXT), "recall (no text)": Recall(),
                                "recall --scope, no text": Recall(scopes=(SCOPE,)),
                                "query --text (baseline)": Query(text=TEXT, limit=20)}),
-            **timed("none", {"recall --text, no embedder": Recall(text=TEXT)})}
+            **timed("none", {"recall --text, no embedder": Recall(text=TEXT),
+                             "query --text, no embedder": Query(text=TEXT, limit=20)})}
 
 
 def over_mcp(repo: str, embedder: str, reps: int) -> dict[str, float]:

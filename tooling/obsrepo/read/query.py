@@ -121,9 +121,10 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
     if request.text:
         page, total = _text_page(scope, matching, params, request, order)
     else:
-        # the count as a scalar subquery: a window over every match would carry them all to the top-N
-        rows = scope.rows(f"SELECT row_id, (SELECT count(*) FROM ({matching})) FROM ({matching}) ORDER BY {order} "
-                          "LIMIT ? OFFSET ?", params + params + [request.limit, request.offset])
+        # the matches filtered once, then counted and cut to the page: a window over every match
+        # would carry them all to the top-N
+        rows = scope.rows(f"WITH m AS MATERIALIZED ({matching}) SELECT row_id, (SELECT count(*) FROM m) FROM m "
+                          f"ORDER BY {order} LIMIT ? OFFSET ?", params + [request.limit, request.offset])
         page = [(row_id, None) for row_id, _ in rows]
         if rows:
             total = rows[0][1]
