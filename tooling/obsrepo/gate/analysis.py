@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gc
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from ..format.analyze import PARALLEL_THRESHOLD, analyze
@@ -76,6 +78,7 @@ def _analyze_one(job: tuple[str, bytes]) -> tuple[list, Any]:
 
 
 READ_CHUNK = 1000  # documents a worker reads and analyses per task (one `git cat-file` for a git source)
+IN_FLIGHT = 4  # chunks given to the workers and not yet taken back
 _FORKED: list[Source] = []  # the source forked workers read from
 
 
@@ -100,7 +103,14 @@ def _analyze_parallel(source: Source, todo: list[Listed]) -> Iterable[tuple[List
     _FORKED[:] = [source]
     try:
         with multiprocessing.get_context("fork").Pool(min(2, os.cpu_count() or 1), initializer=gc.disable) as pool:
-            for done in pool.imap(_analyze_chunk, chunks):  # workers end with the job: no collector
+            # a few chunks in flight, never all: workers that outrun their reader (a busy machine,
+            # a slow consumer) would otherwise pile every finished chunk up in this process
+            waiting = iter(chunks)
+            flight = deque(pool.apply_async(_analyze_chunk, (chunk,)) for chunk in islice(waiting, IN_FLIGHT))
+            while flight:
+                done = flight.popleft().get()  # workers end with the job: no collector
+                for chunk in islice(waiting, 1):
+                    flight.append(pool.apply_async(_analyze_chunk, (chunk,)))
                 for item, row, record in done:
                     yield item, Analysis.from_cache(item.path, row), record
     finally:

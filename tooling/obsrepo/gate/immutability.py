@@ -65,9 +65,10 @@ def immutability_issues(git: Git, base_sha: str | None, source: Source, analyses
 
 
 def _near_head(git: Git, near: AbstractSet[str], source: Source) -> tuple[list[Entry], list[Listed]]:
-    """HEAD's entries and the source's documents at the paths where they may differ: what
-    `git diff HEAD` names, and `near`; everywhere else git found the work tree equal to HEAD."""
-    moved = git.diff("HEAD", "--", *DOCUMENT_ROOTS)
+    """HEAD's entries and the source's documents at the paths where they may differ: where git's
+    index differs from HEAD (trees compared, no file read), and `near`, where the work tree may
+    differ from the index; everywhere else the work tree is HEAD."""
+    moved = git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)  # the work tree's own changes are `near`
     reference = [Entry(c.old_mode, c.old_sha, c.path) for c in moved if c.status != "A"]
     paths = set(near) | {c.path for c in moved}
     unnamed = sorted(set(near) - {c.path for c in moved})

@@ -85,13 +85,13 @@ def _reached(known: list[tuple[str, Compact]], starts: dict[str, set[str]]) -> s
 
 
 def _touched(git: Git, base_sha: str, source: Source) -> set[str]:
-    """The paths whose blob may differ from the merge base's: those git's own diff of the base
-    against the work tree names (compared in C, through the index's stat data), and those the
-    source hashed from their bytes itself (changed, untracked, converted by attributes)."""
+    """The paths whose blob may differ from the merge base's: those git's index holds with
+    another blob than the base (a comparison of trees, no file read) and those whose blob the
+    index does not vouch for (`Source.hashed`: changed, untracked, converted by attributes)."""
     if source.hashed is None:  # blobs not vouched for by git's index: compare every one
         before = {e.path: e.sha for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)}
         return {item.path for item in source.listed if before.get(item.path) != item.sha}
-    return {c.path for c in git.diff(base_sha, "--", *DOCUMENT_ROOTS)} | source.hashed
+    return {c.path for c in git.diff("--cached", base_sha, "--", *DOCUMENT_ROOTS)} | source.hashed
 
 
 def _known(source: Source, rest: list[Listed], facts: FactsStore,

@@ -43,8 +43,9 @@ class Source:
                  hashed: frozenset[str] | None = None):
         self.listed = sorted(listed, key=lambda item: item.path)
         self._reader = reader
-        # a work tree's files whose blob id was hashed from their bytes rather than taken from
-        # git's index (changed, untracked, converted by attributes); None: every one
+        # a work tree's paths whose blob id git's index does not vouch for: hashed from their
+        # bytes (changed, untracked, converted by attributes) or gone from the work tree; None:
+        # not a work tree read through git's index
         self.hashed = hashed
 
     def read(self, items: Iterable[Listed]) -> Iterator[tuple[Listed, bytes]]:
@@ -114,6 +115,7 @@ def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | Non
             listed[entry.path] = Listed(entry.path, entry.sha, entry.mode)
     changed = git.run("diff-files", "-z", "--name-only", "--", *DOCUMENT_ROOTS).split(b"\0")
     untracked = git.run("ls-files", "-z", "-o", "--exclude-standard", "--", *DOCUMENT_ROOTS).split(b"\0")
+    gone: set[str] = set()
     contents: dict[str, bytes] = {}
     for raw in changed + untracked:
         if not raw:
@@ -126,6 +128,7 @@ def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | Non
             st = os.lstat(full)
         except FileNotFoundError:
             listed.pop(rel, None)  # deleted in the work tree
+            gone.add(rel)
             continue
         if stat.S_ISLNK(st.st_mode):
             listed[rel] = Listed(rel, "", "120000")
@@ -155,7 +158,7 @@ def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | Non
                     data = handle.read()
             yield item, data
 
-    return Source(list(listed.values()), reader, frozenset(contents))
+    return Source(list(listed.values()), reader, frozenset(contents) | gone)
 
 
 def _from_entries(git: Git, entries: list[Entry]) -> Source:
