@@ -18,11 +18,9 @@ Run it on a copy: it adds commits to REPO and fills REPO's vector cache.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -30,40 +28,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 from bench_index import add_commit, wall  # noqa: E402 - the same helpers as the index benchmark
+from embedders import write_wordpiece_model  # noqa: E402 - the tests' random model of potion's shape
 
 TOKENS, DIMENSION = 30_000, 256  # minishlab/potion-base-8M: 29,528 tokens × 256
-LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
 TEXT = "invoice parsed"
 
 
 def write_random_model(folder: Path, seed: int = 7) -> Path:
     """A model2vec model of potion-base-8M's shape: a WordPiece vocabulary (every letter and
-    digit, pairs and triples, with and without `##`) and random float32 rows."""
-    import numpy as np
-
-    folder.mkdir(parents=True, exist_ok=True)
-    vocab = ["[PAD]", "[UNK]", *LETTERS, *(a + b for a in LETTERS for b in LETTERS)]
-    vocab += [f"##{t}" for t in vocab[2:]]
-    triples = (a + b + c for a in LETTERS for b in LETTERS for c in LETTERS)
-    while len(vocab) < TOKENS:
-        vocab.append(next(triples))
-    tokenizer = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-                 "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
-                                "strip_accents": None, "lowercase": True},
-                 "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": None, "decoder": None,
-                 "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                           "max_input_chars_per_word": 100, "vocab": {t: i for i, t in enumerate(vocab)}}}
-    (folder / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
-    (folder / "config.json").write_text(json.dumps({"normalize": True, "hidden_dim": DIMENSION}), encoding="utf-8")
-    rows = np.random.default_rng(seed).standard_normal((len(vocab), DIMENSION), dtype=np.float32)
-    rows[0] = 0.0
-    data = rows.astype("<f4").tobytes()
-    header = json.dumps({"embeddings": {"dtype": "F32", "shape": [len(vocab), DIMENSION],
-                                        "data_offsets": [0, len(data)]}}).encode("utf-8")
-    header += b" " * (-len(header) % 8)
-    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + data)
-    return folder
+    digit, pairs and triples, with and without `##`) and random float32 rows (the tests' own)."""
+    return write_wordpiece_model(folder, tokens=TOKENS, dimension=DIMENSION, seed=seed)
 
 
 def in_process(repo: str, embedder: str, reps: int, org: str) -> dict[str, tuple[float, float, float]]:

@@ -67,6 +67,53 @@ def write_model(folder: Path, scale: float = 1.0) -> Path:
     return folder
 
 
+LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def write_wordpiece_model(folder: Path, *, tokens: int = 30_000, dimension: int = 256, config: dict | None = None,
+                          dtype: str = "F32", quantized: int = 0, seed: int = 7) -> Path:
+    """potion-base-8M's shape with random rows: a WordPiece vocabulary of letters, pairs and
+    triples (with and without `##`); `quantized`: that many rows, a token mapping and weights."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", *LETTERS, *(a + b for a in LETTERS for b in LETTERS)]
+    vocab += [f"##{t}" for t in vocab[2:]]
+    triples = (a + b + c for a in LETTERS for b in LETTERS for c in LETTERS)
+    while len(vocab) < tokens:
+        vocab.append(next(triples))
+    tokenizer = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                 "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                                "strip_accents": None, "lowercase": True},
+                 "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": None, "decoder": None,
+                 "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                           "max_input_chars_per_word": 100, "vocab": {t: i for i, t in enumerate(vocab)}}}
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
+    settings = {"normalize": True} if config is None else config
+    (folder / "config.json").write_text(json.dumps({"hidden_dim": dimension, **settings}), encoding="utf-8")
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    numpy_type = {"F32": "<f4", "F16": "<f2"}[dtype]
+    tensors = {"embeddings": rng.standard_normal((quantized or len(vocab), dimension), dtype=np.float32).astype(numpy_type)}
+    tensors["embeddings"][0] = 0.0  # [PAD]
+    if quantized:
+        tensors["mapping"] = rng.integers(0, quantized, len(vocab)).astype("<i8")
+        tensors["weights"] = rng.uniform(0.1, 2.0, len(vocab)).astype("<f4")
+    write_safetensors(folder / "model.safetensors", tensors)
+    return folder
+
+
+def write_safetensors(path: Path, tensors: dict[str, Any]) -> None:
+    names = {"<f4": "F32", "<f2": "F16", "<i8": "I64"}
+    header, data, at = {}, b"", 0
+    for name, array in tensors.items():
+        raw = array.tobytes()
+        header[name] = {"dtype": names[array.dtype.str], "shape": list(array.shape), "data_offsets": [at, at + len(raw)]}
+        data, at = data + raw, at + len(raw)
+    encoded = json.dumps(header).encode("utf-8")
+    encoded += b" " * (-len(encoded) % 8)
+    path.write_bytes(struct.pack("<Q", len(encoded)) + encoded + data)
+
+
 class EmbeddingServer:
     """A loopback embedding server. `mode` decides its next answers: "ok", "429", "503",
     "401-echo" (refuses, repeating the Authorization header it got), "malformed", "wrong-dimension",

@@ -1,5 +1,6 @@
 """The embedders of recall (docs/design.md §15), through `obsrepo embed info`: a real model2vec
-model written by the test and loaded by the library's own loader, a real loopback server for
+model written by the test and loaded by the product's loader (tests/test_static_model.py proves
+it encodes as the library does), a real loopback server for
 the OpenAI-compatible and Ollama APIs, and every refusal a clear error, never a traceback."""
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def test_a_missing_or_broken_model_names_the_command_that_fetches_one(committed,
 @needs_model2vec
 def test_without_the_semantic_extra_a_local_model_names_the_extra(committed, tmp_path):
     model = write_model(tmp_path / "model")
-    proc = committed.run(sys.executable, "-c", without("model2vec"), "embed", "info", "--embedder", f"model2vec:{model}",
+    proc = committed.run(sys.executable, "-c", without("tokenizers"), "embed", "info", "--embedder", f"model2vec:{model}",
                          check=False)
     assert proc.returncode == 4, proc.stderr
     assert "needs the semantic extra" in proc.stderr and "pip install 'obsrepo[semantic]'" in proc.stderr, proc.stderr

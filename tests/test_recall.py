@@ -164,6 +164,30 @@ def test_bill_settled_finds_invoice_paid_by_meaning_and_the_exact_term_ranks_fir
     assert ids(nearest) == ["obs-20260212-090000-0003"] and nearest["total"] == 1
 
 
+@needs_model2vec
+def test_a_local_model_changed_in_place_is_a_new_kind_of_vector(repo, tmp_path):
+    """A process does not hash the model's files again while they are as they were (the hash is
+    kept in the embeddings folder), and a file rewritten in place (same name, same size) is
+    hashed again: its vectors are never mixed with the old model's."""
+    model = write_model(tmp_path / "model")
+    env = {"OBSREPO_EMBEDDER": f"model2vec:{model}"}
+    meaning_repo(repo)
+    first = ok(repo, "index", env=env)["semantic"]
+    memo = repo.path / ".git" / "obsrepo" / "embeddings" / "model-hashes.json"
+    kept = json.loads(memo.read_text("utf-8"))
+    assert list(kept) == [str(model)]
+    kept[str(model)]["hash"] = "0" * 64  # the kept hash is what names the model while the files are unchanged
+    memo.write_text(json.dumps(kept), encoding="utf-8")
+    assert ok(repo, "index", "--full", env=env)["semantic"]["fingerprint"] != first["fingerprint"]
+    write_model(model, scale=2.0)  # the same files, other weights
+    changed = ok(repo, "index", "--full", env=env)["semantic"]
+    assert changed["fingerprint"] not in (first["fingerprint"], kept[str(model)]["hash"])
+    assert json.loads(memo.read_text("utf-8"))[str(model)]["hash"] != "0" * 64
+    write_model(model)  # the first model again: its vectors are in the cache already
+    again = ok(repo, "index", "--full", env=env)["semantic"]
+    assert again["fingerprint"] == first["fingerprint"] and again["pending"] == 0
+
+
 @pytest.fixture(scope="module")
 def alone_and_crowded(make_module_repo, tmp_path_factory) -> tuple[Repo, Repo, dict[str, str]]:
     """northwind's rows alone, and the same rows among another tenant's: built (and indexed by the

@@ -192,32 +192,37 @@ SIZES = "dimensions.json"  # a remote model's vector size, learned once: its fin
 def cache_for(root: Path, embedder: Embedder) -> VectorCache:
     """The cache of `embedder`'s vectors under `root` (the repository's embeddings folder). A
     remote model's size comes from an earlier run when one learned it, else from the server
-    (EMBEDDER_ERROR when it is down)."""
+    (EMBEDDER_ERROR when it is down); a local model's files hash is kept there too."""
     name = f"{embedder.provider}:{getattr(embedder, 'model', '')}"
     assume = getattr(embedder, "assume_dimension", None)
-    sizes = _read_sizes(root)
+    remember = getattr(embedder, "remember_hashes_in", None)
+    if remember is not None:
+        remember(root)
+    sizes = read_json(root / SIZES)
     if assume is not None and isinstance(sizes.get(name), int):
         assume(sizes[name])
     fingerprint, dimension = embedder.fingerprint, embedder.dimension
     if assume is not None and sizes.get(name) != dimension:
-        _write_sizes(root, sizes | {name: dimension})
+        write_json(root / SIZES, sizes | {name: dimension})
     return VectorCache(root / fingerprint, fingerprint, dimension)
 
 
-def _read_sizes(root: Path) -> dict:
+def read_json(path: Path) -> dict:
+    """A small JSON object the cache keeps beside its segments; {} when absent or unreadable."""
     try:
-        value = json.loads((root / SIZES).read_text("utf-8"))
+        value = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def _write_sizes(root: Path, sizes: dict) -> None:
+def write_json(path: Path, value: dict) -> None:
+    """Written whole under a temporary name and renamed; a failure only means learning it again."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=root, prefix=".sizes-")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(sizes, handle, sort_keys=True)
-        os.replace(tmp, root / SIZES)
+            json.dump(value, handle, sort_keys=True)
+        os.replace(tmp, path)
     except OSError:
-        pass  # learned again next time
+        pass

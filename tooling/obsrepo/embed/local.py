@@ -1,9 +1,10 @@
-"""`model2vec:<dir>`: static embeddings from a local folder, through the model2vec library.
+"""`model2vec:<dir>`: static embeddings from a local folder (read by embed/static.py).
 
 A static model is a table of token vectors: a text's vector is the mean of its tokens' rows,
 so encoding needs numpy and a tokenizer, no GPU and no network. The folder is the library's own
-layout (config.json, tokenizer.json, model.safetensors); the library is never handed a name it
-could look up on the Hugging Face hub, so nothing downloads here (`obsrepo embed pull` does).
+layout (config.json, tokenizer.json, model.safetensors), read without the library (whose import
+costs a command more than the query: embed/static.py), so nothing here can download
+(`obsrepo embed pull` does, through the library's hub client).
 """
 
 from __future__ import annotations
@@ -12,24 +13,27 @@ import hashlib
 import os
 from array import array
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import EmbedderFault, missing_extra
 from . import Vector, fingerprint_of
+from .cache import read_json, write_json
 
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 PULL_HINT = "obsrepo embed pull minishlab/potion-base-8M"
+HASHES = "model-hashes.json"  # in the embeddings folder: each local model's files hash, by folder
 
 
 class Model2Vec:
     provider = "model2vec"
 
-    def __init__(self, folder: str, model: Any, weights_hash: str) -> None:
+    def __init__(self, folder: str, table: Any) -> None:
         self.folder = folder
-        self._model = model
-        self.dimension = int(model.dim)
-        identity = {"provider": self.provider, "weights": weights_hash, "dimension": self.dimension}
-        self.fingerprint = fingerprint_of(identity)
+        self._table = table
+        self.dimension = table.dim
+        self._memo: Path | None = None
+        self._fingerprint: str | None = None
 
     @staticmethod
     def open(folder: str) -> Model2Vec:
@@ -42,31 +46,60 @@ class Model2Vec:
             raise EmbedderFault(f"the model2vec model '{folder}' {where}: fetch one with `{PULL_HINT}` "
                                 f"(or another model2vec model's hub id)", provider="model2vec", model=folder)
         try:
-            from model2vec import StaticModel
+            from .static import StaticTable
+
+            table = StaticTable(path)
         except ModuleNotFoundError as exc:
             raise (missing_extra(exc) or exc) from None
-        try:
-            model = StaticModel.from_pretrained(path, force_download=False)
         except Exception as exc:  # noqa: BLE001 - any unreadable file of the folder is the same refusal
             raise EmbedderFault(f"the model2vec model '{folder}' could not be read ({type(exc).__name__}: {exc}); "
                                 f"fetch it again with `{PULL_HINT}`", provider="model2vec", model=folder) from None
-        return Model2Vec(path, model, _files_hash(path))
+        return Model2Vec(path, table)
+
+    @property
+    def fingerprint(self) -> str:
+        """The model's files' hash (with the dimensions): taken once per process, and read from
+        the memo `remember_hashes_in` names while the files' sizes, times and inodes are those
+        it was taken from."""
+        if self._fingerprint is None:
+            identity = {"provider": self.provider, "weights": files_hash(self.folder, self._memo),
+                        "dimension": self.dimension}
+            self._fingerprint = fingerprint_of(identity)
+        return self._fingerprint
+
+    def remember_hashes_in(self, folder: Path) -> None:
+        """Keep the files' hash in `folder` (the repository's embeddings folder), so a process
+        does not read the whole model (tens of MB) only to name it."""
+        self._memo = folder / HASHES
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []
-        matrix = self._model.encode(list(texts), show_progress_bar=False, use_multiprocessing=False)
-        rows = matrix.astype("float32", copy=False)
+        rows = self._table.encode(list(texts)).astype("float32", copy=False)
         return [array("f", row.tobytes()) for row in rows]
 
 
-def _files_hash(folder: str) -> str:
+def files_hash(folder: str, memo: Path | None = None) -> str:
     """The model's identity: its files' bytes (weights, tokenizer, config), so a model replaced
-    in the same folder is a new kind of vector, never mixed with the old one's."""
+    in the same folder is a new kind of vector, never mixed with the old one's. With `memo`, a
+    hash taken earlier is used while every file has the size, modification and change times,
+    inode and device it had then (the stat is taken before the bytes are read, so a file
+    written meanwhile is hashed again next time)."""
+    stats = [_stat(os.path.join(folder, name)) for name in MODEL_FILES]
+    known = read_json(memo).get(folder) if memo is not None else None
+    if isinstance(known, dict) and known.get("stats") == stats and isinstance(known.get("hash"), str):
+        return known["hash"]
     digest = hashlib.sha256()
     for name in MODEL_FILES:
         with open(os.path.join(folder, name), "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):  # noqa: B023 - read at once, in this loop
                 digest.update(block)
         digest.update(b"\0")
+    if memo is not None:
+        write_json(memo, read_json(memo) | {folder: {"stats": stats, "hash": digest.hexdigest()}})
     return digest.hexdigest()
+
+
+def _stat(path: str) -> list[int]:
+    found = os.stat(path)
+    return [found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino, found.st_dev]

@@ -1,0 +1,130 @@
+"""A model2vec static model read from its folder without the model2vec library.
+
+The library's import (its Hugging Face hub client above all) costs more than half a second per
+process, which a command-line query or an `index` after a small commit pays whole for a handful
+of texts (docs/recall.md, "What it costs"). A static model needs far less: the tokenizer
+(the `tokenizers` library, tens of milliseconds), the token table (safetensors: a JSON header
+and raw little-endian arrays, mapped, so only the rows a text uses are read) and the config.
+`encode` repeats `StaticModel.encode` of model2vec step by step (character cut, token
+truncation, no special tokens, the unknown token dropped, the optional token mapping and
+weights, the mean, the optional normalization), so its vectors are the library's
+(tests/test_static_model.py compares them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+DEFAULT_MAX_LENGTH = 512  # the library's, when the config names none
+DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1", "U8": "u1"}
+
+
+class StaticTable:
+    """A static model: `encode(texts)` is a float matrix, a row per text (the mean of its
+    tokens' rows), as model2vec's `StaticModel.encode(texts)` returns it."""
+
+    def __init__(self, folder: str) -> None:
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        with open(f"{folder}/config.json", encoding="utf-8") as handle:
+            config = json.load(handle)
+        if not isinstance(config, dict):
+            raise ValueError("config.json is not a JSON object")
+        tensors = read_safetensors(f"{folder}/model.safetensors")
+        if "embeddings" not in tensors:
+            raise ValueError("model.safetensors holds no 'embeddings' tensor")
+        self.embedding, self.weights, self.mapping = tensors["embeddings"], tensors.get("weights"), tensors.get("mapping")
+        if self.embedding.ndim != 2:
+            raise ValueError(f"the embeddings are not a matrix (shape {list(self.embedding.shape)})")
+        self.tokenizer = Tokenizer.from_file(f"{folder}/tokenizer.json")
+        vocabulary = self.tokenizer.get_vocab()
+        if self.mapping is None and len(self.embedding) != len(vocabulary):
+            raise ValueError(f"{len(vocabulary)} tokens but {len(self.embedding)} vectors")
+        self.median_token_length = int(np.median([len(token) for token in vocabulary]))
+        self.unknown = _unknown_token_id(self.tokenizer)
+        self.normalize = bool(config.get("normalize", False))
+        self.max_length = config.get("max_length", DEFAULT_MAX_LENGTH)
+        padding = self.tokenizer.padding
+        if padding is not None:  # no padding, its token kept (as the library sets it)
+            self.tokenizer.enable_padding(pad_id=padding["pad_id"], pad_token=padding["pad_token"],
+                                          pad_type_id=padding["pad_type_id"], length=0)
+        if self.max_length is None:
+            self.tokenizer.no_truncation()
+        else:
+            self.tokenizer.enable_truncation(self.max_length)
+
+    @property
+    def dim(self) -> int:
+        return int(self.embedding.shape[1])
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        if self.max_length is not None:
+            cut = self.max_length * self.median_token_length
+            texts = [text[:cut] for text in texts]
+        encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+        ids = [[t for t in e.ids if t != self.unknown] if self.unknown is not None else e.ids for e in encodings]
+        dtype = np.dtype(np.float32) if self.embedding.dtype == np.int8 else self.embedding.dtype
+        out = np.zeros((len(ids), self.dim), dtype=dtype)
+        if self.mapping is None and self.weights is None:
+            by_length: dict[int, list[int]] = defaultdict(list)  # texts of one length in one gather
+            for i, tokens in enumerate(ids):
+                if tokens:
+                    by_length[len(tokens)].append(i)
+            for rows in by_length.values():
+                out[rows] = self.embedding[np.array([ids[i] for i in rows], dtype=np.int64)].mean(axis=1)
+        else:
+            for i, tokens in enumerate(ids):
+                if tokens:
+                    rows = self.embedding[tokens if self.mapping is None else self.mapping[tokens]]
+                    out[i] = (rows if self.weights is None else rows * self.weights[tokens][:, None]).mean(axis=0)
+        if self.normalize:
+            out32 = out.astype(np.float32)
+            return (out32 / (np.linalg.norm(out32, axis=1, keepdims=True) + 1e-32)).astype(out.dtype)
+        return out
+
+
+def read_safetensors(path: str) -> dict[str, Any]:
+    """The tensors of a safetensors file, each a read-only array over the mapped file (only the
+    rows a text uses are read): an 8-byte little-endian header length, the JSON header {name:
+    {dtype, shape, data_offsets}}, then the data. A header that does not describe the file is
+    ValueError."""
+    import numpy as np
+
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        (length,) = struct.unpack("<Q", handle.read(8).ljust(8, b"\0"))
+        if 8 + length > size:
+            raise ValueError(f"the safetensors header ({length} bytes) is longer than the file ({size} bytes)")
+        header = json.loads(handle.read(length).decode("utf-8"))
+    if not isinstance(header, dict):
+        raise ValueError("the safetensors header is not a JSON object")
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    found = {}
+    for name, tensor in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = np.dtype(DTYPES[tensor["dtype"]]) if tensor.get("dtype") in DTYPES else None
+        shape = [int(n) for n in tensor["shape"]]
+        begin, end = (8 + length + int(n) for n in tensor["data_offsets"])
+        if dtype is None or not 8 + length <= begin <= end <= size or end - begin != math.prod(shape) * dtype.itemsize:
+            raise ValueError(f"the tensor '{name}' ({tensor.get('dtype')}, {shape}) does not fit the file")
+        found[name] = np.asarray(data[begin:end]).view(dtype).reshape(shape)
+    return found
+
+
+def _unknown_token_id(tokenizer: Any) -> int | None:
+    """The unknown token's id, dropped from every text (model2vec does so: a word-level model
+    would otherwise average it in)."""
+    model = tokenizer.model
+    if hasattr(model, "unk_token"):  # WordPiece, BPE, WordLevel
+        return None if model.unk_token is None else tokenizer.token_to_id(model.unk_token)
+    return json.loads(tokenizer.to_str())["model"].get("unk_id")  # Unigram
