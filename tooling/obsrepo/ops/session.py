@@ -11,7 +11,8 @@ the write path's rule state is shared.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .. import errors
@@ -22,6 +23,7 @@ from .values import NO_CEILING, UNBOUND, Binding, Ceiling, ProposalBranch, Rev
 T = TypeVar("T")
 _UNLOADED = object()
 Progress = Callable[[int, int], None]
+KNOWN_COMMITS = 4096  # full shas a session remembers as commits (a server is asked for a few)
 
 
 class Session:
@@ -52,11 +54,20 @@ class Session:
         self._embedder_spec = embedder
         self._embedder: Any = _UNLOADED
         self._vectors: Any = None
+        self._together = threading.local()  # `block`: a `together` block's scopes, per thread
+        self._commits: set[str] = set()  # full shas known to name commits
 
     # -- revisions -----------------------------------------------------------------------
     def rev(self, name: str, field: str) -> Rev:
-        """`name` as one commit (§8a), errors naming `field`."""
-        return Rev.of(self.git, name, field)
+        """`name` as one commit (§8a), errors naming `field`. A full sha that named a commit
+        names it for good: asked again (every page of a preview is read at its HEAD), it costs
+        no `git rev-parse`."""
+        if name in self._commits:
+            return Rev(name)
+        rev = Rev.of(self.git, name, field)
+        if rev.sha == name and len(self._commits) < KNOWN_COMMITS:
+            self._commits.add(name)
+        return rev
 
     def rev_or_head(self, name: str | None, field: str) -> Rev:
         return self.rev("HEAD" if name is None else name, field)
@@ -135,19 +146,28 @@ class Session:
              follow_head: bool = True, **settings: Any) -> T:
         """Run `work(scope)` over a read scope of commit `at` (default: the indexed tip) and the
         session's binding (or `binding`, a narrower one); `scoped=False` hands `work` the bare
-        connection instead. If DuckDB reports a damaged file on the way (a bad block checksum,
-        a missing table), rebuild the index from git and run it once more."""
+        connection instead. Inside `together`, a scoped read that follows HEAD takes the block's
+        scope of the same commit, binding, ceiling and retention. If DuckDB reports a damaged
+        file on the way (a bad block checksum, a missing table), rebuild the index from git and
+        run it once more."""
         from ..index.engine import catalog_intact, damage_errors
-        from ..read.scope import ReadScope
 
-        tenant = (self.binding if binding is None else binding).as_dict()
+        key = (None if at is None else at.sha, tuple(sorted((self.binding if binding is None else binding).as_dict().items())),
+               overlay, self.ceiling.under(ceiling).level, include_expired)
+        block: _Block | None = getattr(self._together, "block", None)
+        sharing = block is not None and scoped and follow_head and not settings
         for attempt in (1, 2):
-            con = self._reader(follow_head, overlay=overlay and at is None, **settings)
+            if block is not None and not sharing and self._live is None:
+                block.close()  # a second connection to the file could not take other settings while it is open
+            # in a block, the watcher's drafts are attached whenever there are any: a scope reads them only when asked
+            con = (block.connection(lambda: self._reader(True, overlay=True)) if block is not None and sharing
+                   else self._reader(follow_head, overlay=overlay and at is None, **settings))
             try:
                 if not scoped:
                     return work(con)
-                scope = ReadScope(con, self.git, None if at is None else at.sha, tenant, overlay=overlay,
-                                  ceiling=self.ceiling.under(ceiling).level, include_expired=include_expired)
+                if block is not None and sharing:
+                    return work(block.scope(key, self._scope))
+                scope = self._scope(con, key)
                 try:
                     return work(scope)
                 finally:
@@ -160,12 +180,39 @@ class Session:
             except _duckdb_error() as exc:  # any other DuckDB failure leaves the library as one of ours
                 raise _unanswered(exc) from exc
             finally:
-                con.close()
+                if not sharing:
+                    con.close()
+            if block is not None:  # it read the damaged file: the block's next read opens the new one
+                block.close()
             if self._live is not None:  # it holds the path open: it closes, rebuilds and reopens
                 self._live.rebuild()
             else:
                 self.build(self.rev("HEAD", "at"), full=True)
         raise AssertionError("unreachable")
+
+    @contextmanager
+    def together(self) -> Iterator[None]:
+        """Answer the reads of this block (on this thread) over one connection, with one read
+        scope per commit, binding, ceiling and retention, closed when the block ends: a page
+        that asks several questions sets its scope up once (the views, an overlay read from
+        `git diff`, the stewardship relation), and the scope keeps each entity's snapshot for
+        every question after the first. What a read answers does not change, only its cost. A
+        block inside a block is the outer one."""
+        if getattr(self._together, "block", None) is not None:
+            yield
+            return
+        self._together.block = _Block()
+        try:
+            yield
+        finally:
+            self._together.block.close()
+            self._together.block = None
+
+    def _scope(self, con: Any, key: tuple) -> Any:
+        from ..read.scope import ReadScope
+
+        at, tenant, overlay, level, include_expired = key
+        return ReadScope(con, self.git, at, dict(tenant), overlay=overlay, ceiling=level, include_expired=include_expired)
 
     # -- the write path ----------------------------------------------------------------------
     def tree_states(self) -> Any:
@@ -210,6 +257,38 @@ class Session:
         from ..write.proposal import default_source
 
         return default_source(self.git)
+
+
+class _Block:
+    """The connection and the read scopes of one `together` block."""
+
+    def __init__(self) -> None:
+        self.con: Any = None
+        self.scopes: dict[tuple, tuple[Any, str]] = {}  # key → (scope, the commit it reads)
+
+    def connection(self, connect: Callable[[], Any]) -> Any:
+        if self.con is None:
+            self.con = connect()
+        return self.con
+
+    def scope(self, key: tuple, make: Callable[[Any, tuple], Any]) -> Any:
+        """The scope of `key`, made by its first read; at the commit it was made at (a read that
+        walks the chain, `history`, moves it)."""
+        if key not in self.scopes:
+            scope = make(self.con, key)
+            scope.answers = {}
+            self.scopes[key] = (scope, scope.at_commit)
+        scope, commit = self.scopes[key]
+        scope.move_to(commit)
+        return scope
+
+    def close(self) -> None:
+        for scope, _ in self.scopes.values():
+            scope.close()
+        self.scopes.clear()
+        if self.con is not None:
+            self.con.close()
+            self.con = None
 
 
 def _unanswered(exc: BaseException) -> ObsrepoError:

@@ -64,6 +64,8 @@ class ReadScope:
         self.at_commit = ""
         # a kept-open generation (index/live.py) remembers what depends on it alone
         self.memo: dict[tuple, Any] | None = getattr(con, "memo", None)
+        # answers kept for the scope's life when several reads share it (a Session's `together`)
+        self.answers: dict[tuple, Any] | None = None
         self.indexed_commit: str = self.remember(("indexed",), lambda: self.one("SELECT value FROM meta WHERE key = 'commit'")[0])
         self.drafts = overlay and self.remember(("drafts",), lambda: self.one(
             "SELECT count(*) FROM duckdb_databases() WHERE database_name = 'watch_overlay'")[0] > 0 and self.one(

@@ -22,6 +22,19 @@ def all_snapshots(scope: ReadScope) -> dict[str, dict[str, Any]]:
 
 
 def snapshot(scope: ReadScope, entity: str, as_of: str | None = None, explain: bool = False) -> dict[str, Any]:
+    """The entity's snapshot; a scope shared by several reads keeps it, so the questions of a
+    page (its snapshot, its neighbourhood's start, its timeline) or of a preview's pages reduce
+    a busy entity once. An explained snapshot is the plain one with `explain` added."""
+    if scope.answers is None:
+        return _reduce(scope, entity, as_of, explain)
+    key = ("snapshot", entity, as_of, *scope.view_key())
+    kept = scope.answers.get(key)
+    if kept is None or (explain and "explain" not in kept):
+        kept = scope.answers[key] = _reduce(scope, entity, as_of, explain)
+    return kept if explain else {name: value for name, value in kept.items() if name != "explain"}
+
+
+def _reduce(scope: ReadScope, entity: str, as_of: str | None, explain: bool) -> dict[str, Any]:
     # merges and retractions are few: read them all, then only the entities that matter
     special_obs = special_rows(scope.con, "visible")
     merges = merge_map(special_obs, retracted_ids(special_obs))

@@ -58,11 +58,12 @@ def write_preview(session: Session, directory: str, given_range: str) -> dict[st
     shown = review(session, Ask(given_range, {}, None))
     head = shown.json["head"]
     answers: dict[tuple[str, str], Answer] = {}
-    for kind, name in touched(shown.json):
-        try:
-            answers[(kind, name)] = PAGES[kind](session, Ask(name, {}, head))
-        except NotFoundError:
-            continue  # hidden from this server's binding or ceiling, or gone at HEAD: its id stays text
+    with session.together():  # every page reads HEAD through one scope: its overlay built once, each entity reduced once
+        for kind, name in touched(shown.json):
+            try:
+                answers[(kind, name)] = PAGES[kind](session, Ask(name, {}, head))
+            except NotFoundError:
+                continue  # hidden from this server's binding or ceiling, or gone at HEAD: its id stays text
     env = templates()
     pages = {"index.html": shown, **{file_name(kind, name): answer for (kind, name), answer in answers.items()}}
     try:
