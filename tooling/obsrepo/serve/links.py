@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from urllib.parse import quote, urlencode
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 
 def path(text: str) -> str:
@@ -46,7 +46,8 @@ class Links:
         target = self.href(kind, name, at)
         if target is None:
             return self.plain(name)
-        return Markup('<a class="id" href="{}">{}</a>').format(target, name)
+        # escaped by hand rather than by Markup.format: a busy entity's page shows thousands of ids
+        return Markup(f'<a class="id" href="{escape(target)}">{escape(name)}</a>')
 
 
     def review(self, commit: str) -> str | None:
@@ -56,7 +57,7 @@ class Links:
     @staticmethod
     def plain(name: str) -> Markup:
         """The id, monospaced, no link (a page that does not exist: a deleted belief, say)."""
-        return Markup('<span class="id">{}</span>').format(name)
+        return Markup(f'<span class="id">{escape(name)}</span>')
 
 
 class FileLinks(Links):
