@@ -114,6 +114,8 @@ def publication(session: Session, request: Publication) -> PublicationRows:
 
 
 def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain: list[Any]) -> PublicationRows:
+    """Each new commit's state is compared with the one before; the rows are gathered for all
+    of them and each table's are read once at the end, not once per commit."""
     from ..read import publication as read
 
     if decided.base is None:
@@ -121,27 +123,42 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     else:
         scope.move_to(decided.base)
         before = read.state(scope)
-    parts: dict[str, list[Any]] = {name: [] for name in TABLES}
     parents = {c.sha: (chain[i - 1].sha if i else None) for i, c in enumerate(chain)}
+    indexed = {sha for (sha,) in scope.rows("SELECT sha FROM commits")}
     published_at = datetime.now(timezone.utc).replace(tzinfo=None)
     seqs, withheld = [], set[str]()
+    stored_rows: dict[int, list[int]] = {}  # seq → row ids of what appears, read from the index at the end
+    raised_parts: list[dict[str, Any]] = []  # what appears where a classification is raised, read at its commit
+    gone_rows: list[tuple[int, str, str]] = []
+    changed_rows: list[tuple[int, str, Any]] = []
+    commit_rows: list[Any] = []
     for offset, commit in enumerate(new):
         seq = decided.first_seq + offset
         scope.move_to(commit.sha)
-        after = read.state(scope)
+        after = read.state(scope, before)
         reason_gone = read.REBASED if decided.rebased and offset == 0 else read.WITHHELD
         gone = {i: read.RETRACTED if i in after.retracted else reason_gone for i in before.ids - after.ids}
         withheld.update(i for i, reason in gone.items() if reason == read.WITHHELD)
         changed = _changed_snapshots(scope, before, after, parents[commit.sha] if offset else decided.base)
-        for name, table in read.additions(scope, repo, seq, after.ids - before.ids).items():
-            parts[name].append(table)
-        parts["observation_removals"].append(read.removals(scope, repo, seq, gone))
-        parts["entity_snapshots"].append(read.snapshots(scope, repo, seq, changed))
-        parts["commits"].append(_commit_row(repo, seq, commit, parents[commit.sha], published_at))
+        appeared = after.ids - before.ids
+        if scope.raised is None and commit.sha in indexed:
+            stored_rows[seq] = [row_id for i in appeared for row_id in after.row_ids[i]]
+        else:
+            raised_parts.append(read.visible_additions(scope, repo, seq, appeared))
+        gone_rows.extend((seq, i, reason) for i, reason in gone.items())
+        changed_rows.extend((seq, entity, snap) for entity, snap in changed.items())
+        commit_rows.append(_commit_row(repo, seq, commit, parents[commit.sha], published_at))
         seqs.append(seq)
         before = after
     erased = withheld - before.ids
-    tables = {name: _without(name, _concat(tables), erased) for name, tables in parts.items()}
+    parts: dict[str, list[Any]] = {name: [] for name in TABLES}
+    for added in (read.additions(scope, repo, stored_rows), *raised_parts):
+        for name, table in added.items():
+            parts[name].append(table)
+    parts["observation_removals"].append(read.removals(repo, gone_rows))
+    parts["entity_snapshots"].append(read.snapshots(repo, changed_rows))
+    parts["commits"] = commit_rows
+    tables = {name: _without(name, _concat(name, tables), erased) for name, tables in parts.items()}
     return PublicationRows(repo, rev, "publish", tuple(seqs), tables, decided.rebased, tuple(sorted(erased)))
 
 
@@ -208,7 +225,15 @@ def _without(name: str, table: Any, erased: set[str]) -> Any:
     return table.filter(pc.invert(pc.is_in(table.column(column), pa.array(sorted(erased), pa.string()))))
 
 
-def _concat(tables: list[Any]) -> Any:
+# the order of a table's rows, when they were read in more than one part
+ORDER = {"observations": ("added_seq", "id"), "observation_fields": ("added_seq", "id", "field"),
+         "relations": ("added_seq", "observation_id", "type", "target_entity_id")}
+
+
+def _concat(name: str, tables: list[Any]) -> Any:
     import pyarrow as pa
 
-    return pa.concat_tables(tables)
+    if len(tables) == 1:
+        return tables[0]
+    table = pa.concat_tables(tables)
+    return table.sort_by([(column, "ascending") for column in ORDER[name]]) if name in ORDER else table

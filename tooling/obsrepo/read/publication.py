@@ -28,7 +28,6 @@ OBSERVATION = ("o.id, o.timestamp, o.source, o.type, o.event, o.body, o.scope, o
                "o.tenant_project, o.tenant_agent, o.tenant_user, o.source_ref, o.interpretation, o.data::VARCHAR AS data, "
                "o.context::VARCHAR AS context, o.trace_ref, o.corrects, o.retracts, o.content_hash, o.path, "
                'o."commit", o.author, o.committed_at')
-SNAPSHOT_TYPES = "entity_id VARCHAR, from_seq INTEGER, snapshot VARCHAR, provenance VARCHAR, deleted BOOLEAN, merged_into VARCHAR"
 # why an observation left the published view
 RETRACTED, REBASED, WITHHELD = "retracted", "rebased", "withheld"
 
@@ -51,25 +50,51 @@ class State:
     merges: dict[str, str] = field(default_factory=dict)
     schemas: str = ""
     snapshots: dict[str, Snapshot | None] = field(default_factory=dict)
+    row_ids: dict[str, list[int]] = field(default_factory=dict)  # listed id → its rows in `visible`
     complete: bool = True  # the empty state before the first commit knows every entity: there is none
+    kept: bool = False  # its rows are the scope's `publication_kept` (the state `state` computed last)
 
 
-def state(scope: ReadScope) -> State:
-    """The ids, entities, retractions and merges as of the scope's commit; no snapshot yet."""
+def state(scope: ReadScope, before: State | None = None) -> State:
+    """The ids, entities, retractions and merges as of the scope's commit; no snapshot yet.
+    `before`: the state this scope computed last (its rows are kept in a temporary table);
+    only the ids whose rows differ from it are read, not every visible row at every commit."""
     from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 
-    withdrawn = retracted_sql("visible")
-    ids, retracted, entity_of = set[str](), set[str](), dict[str, str | None]()
-    for obs_id, entity, gone in scope.rows(f"SELECT id, entity, row_id IN ({withdrawn}) FROM visible"):
-        if gone:
-            retracted.add(obs_id)
-        else:
-            ids.add(obs_id)
-            entity_of[obs_id] = entity
+    scope.con.execute("CREATE OR REPLACE TEMP TABLE publication_now AS SELECT id, entity, row_id, "
+                      f"row_id IN ({retracted_sql('visible')}) AS gone FROM visible")
+    if before is None or not before.kept:
+        st = State(complete=False, kept=True)
+        _listed(st, scope.rows("SELECT id, entity, row_id, gone FROM publication_now"))
+    else:
+        st = State(set(before.ids), set(before.retracted), dict(before.entity_of), row_ids=dict(before.row_ids),
+                   complete=False, kept=True)
+        differ = [i for (i,) in scope.rows(
+            "SELECT DISTINCT id FROM (SELECT n.id FROM publication_now AS n ANTI JOIN publication_kept AS k "
+            "ON n.row_id = k.row_id AND n.gone = k.gone UNION ALL SELECT k.id FROM publication_kept AS k "
+            "ANTI JOIN publication_now AS n ON n.row_id = k.row_id AND n.gone = k.gone)")]
+        for obs_id in differ:
+            st.ids.discard(obs_id)
+            st.retracted.discard(obs_id)
+            st.entity_of.pop(obs_id, None)
+            st.row_ids.pop(obs_id, None)
+        _listed(st, scope.rows("SELECT id, entity, row_id, gone FROM publication_now WHERE id IN "
+                               "(SELECT unnest(?::VARCHAR[]))", [differ]))
+    scope.con.execute("DROP TABLE IF EXISTS publication_kept; ALTER TABLE publication_now RENAME TO publication_kept")
     special = special_rows(scope.con, "visible")
-    merges = merge_map(special, retracted_ids(special))
-    schemas = scope.git.run("ls-tree", scope.at_commit, ENTITY_SCHEMAS_DIR, check=False).decode("utf-8", "replace")
-    return State(ids, retracted, entity_of, merges, schemas, complete=False)
+    st.merges = merge_map(special, retracted_ids(special))
+    st.schemas = scope.git.run("ls-tree", scope.at_commit, ENTITY_SCHEMAS_DIR, check=False).decode("utf-8", "replace")
+    return st
+
+
+def _listed(st: State, rows: list[tuple]) -> None:
+    for obs_id, entity, row_id, gone in rows:
+        if gone:
+            st.retracted.add(obs_id)
+        else:
+            st.ids.add(obs_id)
+            st.entity_of[obs_id] = entity
+            st.row_ids.setdefault(obs_id, []).append(row_id)
 
 
 def touched(before: State, after: State) -> set[str] | None:
@@ -123,39 +148,60 @@ def _in(ids: set[str]) -> str:
     return "(SELECT unnest(" + ("[" + ", ".join(literal(i) for i in sorted(ids)) + "]" if ids else "[]::VARCHAR[]") + "))"
 
 
-def additions(scope: ReadScope, repo: str, seq: int, ids: set[str]) -> dict[str, Any]:
+def additions(scope: ReadScope, repo: str, rows: dict[int, list[int]]) -> dict[str, Any]:
     """The rows of `observations`, `observation_fields` and `relations` for the observations
-    `ids` that appear at `seq` (Arrow tables, `repo` first); `visible` is read once."""
+    that appear at each seq (seq → their row ids in `obs_versions`), every seq in one pass:
+    right where `visible` holds the stored rows as they are (no classification raised)."""
+    pairs = [(row_id, seq) for seq, row_ids in rows.items() for row_id in row_ids]
+    scope.con.execute("CREATE OR REPLACE TEMP TABLE publication_added AS SELECT o.*, w.seq AS publication_seq "
+                      "FROM obs_versions AS o JOIN (SELECT unnest(?::BIGINT[]) AS row_id, unnest(?::INTEGER[]) AS seq) "
+                      "AS w ON o.row_id = w.row_id", [[r for r, _ in pairs], [q for _, q in pairs]])
+    return _added(scope, repo)
+
+
+def visible_additions(scope: ReadScope, repo: str, seq: int, ids: set[str]) -> dict[str, Any]:
+    """`additions` of the observations `ids` that appear at `seq`, as `visible` holds them at
+    the scope's commit (where a classification is raised)."""
+    scope.con.execute("CREATE OR REPLACE TEMP TABLE publication_added AS SELECT o.*, "
+                      f"{seq}::INTEGER AS publication_seq FROM visible AS o WHERE o.id IN {_in(ids)}")
+    return _added(scope, repo)
+
+
+def _added(scope: ReadScope, repo: str) -> dict[str, Any]:
     head = f"{literal(repo)} AS repo"
-    scope.con.execute(f"CREATE OR REPLACE TEMP TABLE publication_added AS SELECT * FROM visible AS o WHERE o.id IN {_in(ids)}")
     return {
-        "observations": _arrow(scope, f"SELECT {head}, {OBSERVATION}, {seq}::INTEGER AS added_seq FROM publication_added AS o "
-                                      "ORDER BY o.id"),
+        "observations": _arrow(scope, f"SELECT {head}, {OBSERVATION}, o.publication_seq AS added_seq "
+                                      "FROM publication_added AS o ORDER BY added_seq, o.id"),
         "observation_fields": _arrow(scope, f"SELECT {head}, o.id, o.entity AS entity_id, f.key AS field, "
-                                            f"f.value::VARCHAR AS value_json, {seq}::INTEGER AS added_seq "
+                                            "f.value::VARCHAR AS value_json, o.publication_seq AS added_seq "
                                             "FROM publication_added AS o, json_each(o.fields) AS f "
-                                            "WHERE o.fields IS NOT NULL ORDER BY o.id, f.key"),
+                                            "WHERE o.fields IS NOT NULL ORDER BY added_seq, o.id, f.key"),
         "relations": _arrow(scope, f"SELECT {head}, o.id AS observation_id, o.r.type AS type, o.entity AS source_entity_id, "
-                                   f"o.r.target AS target_entity_id, {seq}::INTEGER AS added_seq FROM "
-                                   "(SELECT id, entity, unnest(relations) AS r FROM publication_added) AS o "
-                                   "ORDER BY observation_id, type, target_entity_id"),
+                                   "o.r.target AS target_entity_id, o.publication_seq AS added_seq FROM "
+                                   "(SELECT id, entity, publication_seq, unnest(relations) AS r FROM publication_added) AS o "
+                                   "ORDER BY added_seq, observation_id, type, target_entity_id"),
     }
 
 
-def removals(scope: ReadScope, repo: str, seq: int, gone: dict[str, str]) -> Any:
-    """`observation_removals` rows: id → reason."""
-    values = ", ".join(f"({literal(i)}, {literal(reason)})" for i, reason in sorted(gone.items()))
-    body = f"SELECT * FROM (VALUES {values}) AS g(id, reason)" if gone else "SELECT ''::VARCHAR AS id, ''::VARCHAR AS reason LIMIT 0"
-    return _arrow(scope, f"SELECT {literal(repo)} AS repo, g.id, {seq}::INTEGER AS removed_seq, g.reason FROM ({body}) AS g ORDER BY g.id")
+def removals(repo: str, gone: list[tuple[int, str, str]]) -> Any:
+    """`observation_removals` rows: (seq, id, reason)."""
+    import pyarrow as pa
+
+    rows = [{"repo": repo, "id": i, "removed_seq": seq, "reason": reason} for seq, i, reason in sorted(gone)]
+    return pa.Table.from_pylist(rows, schema=pa.schema([("repo", pa.string()), ("id", pa.string()),
+                                                       ("removed_seq", pa.int32()), ("reason", pa.string())]))
 
 
-def snapshots(scope: ReadScope, repo: str, seq: int, changed: dict[str, tuple[str, str, bool, str | None]]) -> Any:
-    """`entity_snapshots` rows of the entities whose snapshot changed at `seq`."""
-    rows = [(entity, seq, snap, prov, deleted, merged) for entity, (snap, prov, deleted, merged) in sorted(changed.items())]
-    scope.con.execute(f"CREATE OR REPLACE TEMP TABLE publication_snapshots ({SNAPSHOT_TYPES})")
-    if rows:
-        scope.con.executemany("INSERT INTO publication_snapshots VALUES (?, ?, ?, ?, ?, ?)", rows)
-    return _arrow(scope, f"SELECT {literal(repo)} AS repo, * FROM publication_snapshots ORDER BY entity_id")
+def snapshots(repo: str, changed: list[tuple[int, str, Snapshot]]) -> Any:
+    """`entity_snapshots` rows: (seq, entity, its snapshot from that seq on)."""
+    import pyarrow as pa
+
+    rows = [{"repo": repo, "entity_id": entity, "from_seq": seq, "snapshot": snap, "provenance": prov, "deleted": deleted,
+             "merged_into": merged} for seq, entity, (snap, prov, deleted, merged) in sorted(changed)]
+    return pa.Table.from_pylist(rows, schema=pa.schema([("repo", pa.string()), ("entity_id", pa.string()),
+                                                       ("from_seq", pa.int32()), ("snapshot", pa.string()),
+                                                       ("provenance", pa.string()), ("deleted", pa.bool_()),
+                                                       ("merged_into", pa.string())]))
 
 
 def _arrow(scope: ReadScope, sql: str) -> Any:
