@@ -218,3 +218,19 @@ def test_ranking_by_meaning_without_an_embedder_or_a_text_is_refused_naming_matc
         assert error["code"] == "VALIDATION_ERROR" and error["details"]["parameter"] == "--match", error
     proc = run(texts_repo, "query", "--text", "x", "--alpha", "1.5", "--format", "json", env={})
     assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "--alpha"
+
+
+def test_scores_are_rounded_as_python_rounds():
+    """A page's scores are rounded as arrays; each is Python's `round(x, 6)`, halves included
+    (a caller recomputes a score from its record with Python's rounding)."""
+    import random
+
+    import numpy as np
+    from obsrepo.read.semantic import round6
+
+    rng = random.Random(5)
+    values = [rng.random() * rng.choice([1, 3, 1000]) for _ in range(20_000)]
+    values += [n / 2e6 for n in range(0, 40_000, 7)] + [(n + 0.5) / 1e6 for n in range(0, 20_000, 3)]
+    values += [0.0, -0.0, 1.0, 0.1234565, 2.5e-7, 0.9999995]
+    rounded = round6(np.asarray(values, dtype=np.float64))
+    assert [float(r) for r in rounded] == [round(v, 6) for v in values]

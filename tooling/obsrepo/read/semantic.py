@@ -62,9 +62,9 @@ class RankedPage:
 def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semantic, order: str,
            weighted: bool, offset: int, limit: int) -> RankedPage:
     """The candidates ranked, the page at `offset`; `weighted`: times each observation's
-    feedback weight (else 1.0). Only the candidates are put in the default order (SQL), and per
-    candidate only what the records show is computed in Python (the rounding a caller
-    repeats); the rest is arrays."""
+    feedback weight (else 1.0). Only the candidates are put in the default order (SQL); every
+    candidate's scores are arrays (hybrid's candidates are every BM25 hit, tens of thousands in a
+    large repository), rounded as Python rounds, and only the page's records are made one by one."""
     try:
         import numpy as np
     except ModuleNotFoundError as exc:
@@ -76,39 +76,57 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     if how.match == "hybrid":
         found = scope.columns(f"{bm25_scored(matching)} SELECT row_id, score::DOUBLE AS score FROM scored", params + [text])
         hits, bm25 = found["row_id"].astype(np.int64), found["score"]
-    involved = np.union1d(near, hits)
-    rank, weight_of = _order_and_weights(scope, involved, order, weighted)
+    involved = np.union1d(near, hits)  # sorted: a row's place in it is found by searchsorted
+    rank, weights = _order_and_weights(scope, involved, order, weighted)
     cosine = vectors.exact(involved)  # aligned with `involved`
-    at = {row_id: i for i, row_id in enumerate(involved.tolist())}
-    near_at = np.asarray([at[r] for r in near.tolist()], dtype=np.int64)
-    nearest = involved[near_at[np.lexsort((rank[near_at], -cosine[near_at]))][:how.k]].tolist()  # ties: the default order
-    by_bm25 = hits[np.lexsort((rank[[at[r] for r in hits.tolist()]], -bm25))].tolist() if len(hits) else []
-    score_of = dict(zip(hits.tolist(), bm25.tolist()))
-    candidates = sorted(set(nearest) | set(score_of), key=lambda r: rank[at[r]])  # the default order
-    top = float(bm25.max()) if len(bm25) else 0.0
+    near_at, hit_at = np.searchsorted(involved, near), np.searchsorted(involved, hits)
+    nearest = near_at[np.lexsort((rank[near_at], -cosine[near_at]))][:how.k]  # ties: the default order
+    chosen = np.zeros(len(involved), dtype=bool)
+    chosen[nearest], chosen[hit_at] = True, True
+    candidates = np.flatnonzero(chosen)
+    candidates = candidates[np.argsort(rank[candidates], kind="stable")]  # the default order
     # rounded first, as the records show them: a caller recomputes the score from its record
-    lexical = [round(score_of[r] / top, 6) if r in score_of and top > 0 else 0.0 for r in candidates]
-    semantic = [round(max(float(cosine[at[r]]), 0.0), 6) for r in candidates]
-    weight = [weight_of[at[r]] for r in candidates]
+    bm25_of = np.zeros(len(involved), dtype=np.float64)
+    bm25_of[hit_at] = bm25
+    top = float(bm25.max()) if len(bm25) else 0.0
+    lexical = round6(bm25_of[candidates] / top) if top > 0 else np.zeros(len(candidates))
+    closeness = cosine[candidates]
+    semantic = round6(np.where(closeness < 0.0, 0.0, closeness))  # max(cos, 0) as Python's max keeps -0.0
+    weight = weights[candidates]
     if how.fusion == "rrf":
-        fused = _rrf([nearest, by_bm25], candidates)
+        by_bm25 = hit_at[np.lexsort((rank[hit_at], -bm25))]
+        fused = _rrf([nearest, by_bm25], len(involved))[candidates]
     else:
-        alpha = how.alpha
-        fused = [round(alpha * s + (1 - alpha) * lx, 6) for s, lx in zip(semantic, lexical)]
-    scores = [f if w == 1.0 else round(f * w, 6) for f, w in zip(fused, weight)]  # round(f × 1.0, 6) is f
-    best = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[offset:offset + limit].tolist()  # ties: default order
-    items = [Ranked(candidates[i], scores[i], lexical[i], semantic[i], weight[i]) for i in best]
+        fused = round6(how.alpha * semantic + (1 - how.alpha) * lexical)
+    scores = np.where(weight == 1.0, fused, round6(fused * weight))  # round(f × 1.0, 6) is f
+    best = np.argsort(-scores, kind="stable")[offset:offset + limit].tolist()  # ties: the default order
+    row_ids = involved[candidates]
+    items = [Ranked(int(row_ids[i]), float(scores[i]), float(lexical[i]), float(semantic[i]), float(weight[i]))
+             for i in best]
     return RankedPage(items, len(candidates), {"candidates": len(filtered), "with_vectors": vectors.count})
 
 
-def _order_and_weights(scope: ReadScope, row_ids: Any, order: str, weighted: bool) -> tuple[Any, list[float]]:
+def round6(values: Any) -> Any:
+    """Python's `round(x, 6)` of each value, as arrays: `rint(x·10⁶)/10⁶` is that value except
+    where x·10⁶, rounded to a double, lies next to a half (its rounding may then differ from
+    that of the exact product): those few take Python's own rounding."""
+    import numpy as np
+
+    scaled = values * 1e6
+    rounded = np.rint(scaled) / 1e6
+    for i in np.flatnonzero(np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6).tolist():
+        rounded[i] = round(float(values[i]), 6)
+    return rounded
+
+
+def _order_and_weights(scope: ReadScope, row_ids: Any, order: str, weighted: bool) -> tuple[Any, Any]:
     """Each row's rank in the default order, and its feedback weight (1.0 without feedback, or
     unweighted), aligned with `row_ids`: one join over those rows only."""
     import numpy as np
     import pyarrow as pa
 
     if not len(row_ids):
-        return np.empty(0, dtype=np.int64), []
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     weight, join = ("w.weight", f"LEFT JOIN {scope.weights()} AS w ON w.observation_id = v.id") if weighted else ("1.0", "")
     scope.con.register("candidate_rows", pa.table({"row_id": row_ids}))
     try:  # a parameter list converts each value alone: a registered table is one array
@@ -121,7 +139,7 @@ def _order_and_weights(scope: ReadScope, row_ids: Any, order: str, weighted: boo
     rank[where] = np.arange(len(where))
     weights = np.ones(len(row_ids), dtype=np.float64)
     weights[where] = found["weight"]
-    return rank, weights.tolist()
+    return rank, weights
 
 
 class _Vectors:
@@ -208,9 +226,12 @@ def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]]]:
     return segment_of, slot_of, named
 
 
-def _rrf(rankings: list[list[int]], candidates: list[int]) -> list[float]:
-    fused = dict.fromkeys(candidates, 0.0)
+def _rrf(rankings: list[Any], size: int) -> Any:
+    """Reciprocal rank fusion of `rankings` (positions in the involved rows, best first), by
+    position, rounded: each ranking adds 1/(k + rank) in turn, as a sum from 0.0 would."""
+    import numpy as np
+
+    fused = np.zeros(size, dtype=np.float64)
     for ranking in rankings:
-        for rank, row_id in enumerate(ranking, 1):
-            fused[row_id] += 1.0 / (RRF_K + rank)
-    return [round(fused[row_id], 6) for row_id in candidates]
+        fused[ranking] += 1.0 / (RRF_K + np.arange(1, len(ranking) + 1))
+    return round6(fused)
