@@ -123,13 +123,14 @@ def _order_and_weights(scope: ReadScope, row_ids: Any, order: str, weighted: boo
     """Each row's rank in the default order, and its feedback weight (1.0 without feedback, or
     unweighted), aligned with `row_ids`: one join over those rows only."""
     import numpy as np
-    import pyarrow as pa
 
     if not len(row_ids):
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     weight, join = ("w.weight", f"LEFT JOIN {scope.weights()} AS w ON w.observation_id = v.id") if weighted else ("1.0", "")
-    scope.con.register("candidate_rows", pa.table({"row_id": row_ids}))
-    try:  # a parameter list converts each value alone: a registered table is one array
+    # a parameter list converts each value alone: a registered array is one scan; numpy's, as an
+    # arrow table would import pyarrow.dataset (half a second of a command-line query)
+    scope.con.register("candidate_rows", {"row_id": np.ascontiguousarray(row_ids, dtype=np.int64)})
+    try:
         found = scope.columns(f"SELECT c.row_id, coalesce({weight}, 1.0)::DOUBLE AS weight FROM candidate_rows AS c "
                               f"JOIN visible AS v USING (row_id) {join} ORDER BY {order}")
     finally:
