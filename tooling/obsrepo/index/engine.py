@@ -151,16 +151,18 @@ class Attached:
             self._con.close()
 
 
-def catalog_intact(con: Any) -> bool:
-    """Whether every table and view of the index's schema is there: a DuckDB CatalogException
-    over an intact catalog is a query's own mistake (a name it got wrong), not a damaged file,
-    and rebuilding would only hide it."""
+def query_mistake(exc: BaseException, con: Any) -> bool:
+    """Whether a damage error is a query's own mistake: a CatalogException (a name it got wrong)
+    while every table and view of the index's schema is there. A damaged file it is not, and
+    rebuilding would only hide it."""
     import re
 
     import duckdb
 
     from .schema import TABLES, VIEWS
 
+    if not isinstance(exc, duckdb.CatalogException):
+        return False
     expected = set(re.findall(r"CREATE (?:OR REPLACE )?(?:TABLE|VIEW) (\w+)", TABLES + VIEWS))
     try:
         present = {row[0] for row in con.execute(

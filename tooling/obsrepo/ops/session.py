@@ -150,7 +150,7 @@ class Session:
         scope of the same commit, binding, ceiling and retention. If DuckDB reports a damaged
         file on the way (a bad block checksum, a missing table), rebuild the index from git and
         run it once more."""
-        from ..index.engine import catalog_intact, damage_errors
+        from ..index.engine import damage_errors, query_mistake
 
         key = (None if at is None else at.sha, tuple(sorted((self.binding if binding is None else binding).as_dict().items())),
                overlay, self.ceiling.under(ceiling).level, include_expired)
@@ -175,7 +175,7 @@ class Session:
             except damage_errors() as exc:
                 if attempt == 2:
                     raise IndexFault(f"the index is damaged and rebuilding did not help: {exc}") from None
-                if _names_a_missing_thing(exc) and catalog_intact(con):
+                if query_mistake(exc, con):
                     raise _unanswered(exc) from exc  # the query's mistake: a rebuild would only hide it
             except _duckdb_error() as exc:  # any other DuckDB failure leaves the library as one of ours
                 raise _unanswered(exc) from exc
@@ -294,12 +294,6 @@ class _Block:
 def _unanswered(exc: BaseException) -> ObsrepoError:
     return ObsrepoError(f"the index could not answer: {type(exc).__name__}: {exc}",
                         code=errors.INTERNAL_ERROR, duckdb=type(exc).__name__)
-
-
-def _names_a_missing_thing(exc: BaseException) -> bool:
-    import duckdb
-
-    return isinstance(exc, duckdb.CatalogException)
 
 
 def _duckdb_error() -> type[BaseException]:
