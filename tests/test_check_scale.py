@@ -43,7 +43,8 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, int], 
     base = tmp_path_factory.mktemp("scale")
     home = base / "_home"
     home.mkdir()
-    env = git_env(home, base) | DEBUG | {"MALLOC_ARENA_MAX": "1"}  # one malloc arena: peaks that say what a check holds, not where threads allocated
+    # one malloc arena: peaks that say what a check holds, not where its threads allocated
+    env = git_env(home, base) | DEBUG | {"MALLOC_ARENA_MAX": "1"}
 
     def clone(name: str, count: int = COUNT) -> Repo:
         origin = base / f"origin-{count}"
