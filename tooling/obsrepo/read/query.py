@@ -17,7 +17,6 @@ from ..index.columns import RECORD, quoted
 from ..index.schema import CLASSIFICATION_RANK
 from ..params import check_page
 from ..times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
-from .bm25 import bm25_scored
 from .scope import TENANT_COLUMNS, ReadScope
 
 
@@ -226,23 +225,47 @@ def _weights_of(scope: ReadScope, ids: list[str]) -> dict[str, float]:
 
 def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequest,
                order: str) -> tuple[list[tuple[int, float | None]], int]:
-    """BM25 over the matching observations: N and the mean length are theirs, so another
-    tenant's documents (or any filtered-out ones) never change a score. Ranked by the score
-    times the observation's feedback weight (1.0 without feedback) unless `unweighted`."""
-    if request.unweighted:
-        weight, join = "1.0", ""
-    else:
-        weight, join = "coalesce(w.weight, 1.0)", f" LEFT JOIN {scope.weights()} AS w ON w.observation_id = v.id"
-    sql = f"""
-    {bm25_scored(matching)},
-    ranked AS (SELECT s.row_id, s.score, s.score * {weight} AS ranking, v.timestamp, v.id FROM scored s JOIN v USING (row_id){join})
-    SELECT row_id, score, (SELECT count(*) FROM ranked) FROM ranked ORDER BY ranking DESC, {order} LIMIT ? OFFSET ?
-    """
-    rows = scope.rows(sql, params + [request.text, request.limit, request.offset])
-    if rows:
-        return [(row_id, score) for row_id, score, _ in rows], rows[0][2]
-    count = sql.rsplit("SELECT row_id", 1)[0] + "SELECT count(*) FROM ranked"
-    return [], scope.one(count, params + [request.text])[0]
+    """BM25 over the matching observations (bm25.py), ranked by the score times the
+    observation's feedback weight (1.0 without feedback) unless `unweighted`, ties in the
+    default order. Only the rows that may reach the page (ranked at least as high as the
+    page's last) are joined for that order."""
+    import numpy as np
+
+    from .bm25 import bm25
+
+    filtered = np.sort(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
+    scored = bm25(scope, filtered, request.text or "")
+    total = len(scored.row_ids)
+    ranking = scored.scores
+    if not request.unweighted:
+        ranking = ranking * _row_weights(scope, scored.row_ids)
+    end = request.offset + request.limit
+    if request.offset >= total:
+        return [], total
+    reaching = np.arange(total) if total <= end else np.flatnonzero(ranking >= np.partition(ranking, total - end)[total - end])
+    scope.con.register("text_page_rows", {"row_id": scored.row_ids[reaching], "ranking": ranking[reaching],
+                                          "score": scored.scores[reaching]})
+    try:
+        rows = scope.rows(f"SELECT c.row_id, c.score FROM text_page_rows AS c JOIN visible AS v USING (row_id) "
+                          f"ORDER BY c.ranking DESC, {order} LIMIT ? OFFSET ?", [request.limit, request.offset])
+    finally:
+        scope.con.unregister("text_page_rows")
+    return rows, total
+
+
+def _row_weights(scope: ReadScope, row_ids: Any) -> Any:
+    """The feedback weight of each of `row_ids` (sorted), 1.0 where there is none."""
+    import numpy as np
+
+    weights = np.ones(len(row_ids), dtype=np.float64)
+    found = scope.columns(f"SELECT v.row_id, w.weight::DOUBLE AS weight FROM {scope.weights()} AS w "
+                          "JOIN visible AS v ON v.id = w.observation_id")
+    if len(found["row_id"]):
+        from .bm25 import among
+
+        mine = among(row_ids, found["row_id"])
+        weights[np.searchsorted(row_ids, found["row_id"][mine])] = found["weight"][mine]
+    return weights
 
 
 def _iso(text: str) -> str:

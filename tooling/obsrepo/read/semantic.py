@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import missing_extra
-from .bm25 import bm25_scored
+from .bm25 import bm25
 from .scope import ReadScope
 
 RRF_K = 60
@@ -72,10 +72,10 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     filtered = np.sort(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
     vectors = _Vectors(scope, how, filtered)
     near = vectors.screen(how.k)  # row ids: a superset of the k nearest
-    hits, bm25 = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    hits, lexical_scores = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if how.match == "hybrid":
-        found = scope.columns(f"{bm25_scored(matching)} SELECT row_id, score::DOUBLE AS score FROM scored", params + [text])
-        hits, bm25 = found["row_id"].astype(np.int64), found["score"]
+        scored = bm25(scope, filtered, text)
+        hits, lexical_scores = scored.row_ids, scored.scores
     involved = np.union1d(near, hits)  # sorted: a row's place in it is found by searchsorted
     rank, weights = _order_and_weights(scope, involved, order, weighted)
     cosine = vectors.exact(involved)  # aligned with `involved`
@@ -87,14 +87,14 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     candidates = candidates[np.argsort(rank[candidates], kind="stable")]  # the default order
     # rounded first, as the records show them: a caller recomputes the score from its record
     bm25_of = np.zeros(len(involved), dtype=np.float64)
-    bm25_of[hit_at] = bm25
-    top = float(bm25.max()) if len(bm25) else 0.0
+    bm25_of[hit_at] = lexical_scores
+    top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
     lexical = round6(bm25_of[candidates] / top) if top > 0 else np.zeros(len(candidates))
     closeness = cosine[candidates]
     semantic = round6(np.where(closeness < 0.0, 0.0, closeness))  # max(cos, 0) as Python's max keeps -0.0
     weight = weights[candidates]
     if how.fusion == "rrf":
-        by_bm25 = hit_at[np.lexsort((rank[hit_at], -bm25))]
+        by_bm25 = hit_at[np.lexsort((rank[hit_at], -lexical_scores))]
         fused = _rrf([nearest, by_bm25], len(involved))[candidates]
     else:
         fused = round6(how.alpha * semantic + (1 - how.alpha) * lexical)
