@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexFault
 from ..gitstore import Git
 from .paths import index_path
-from .reader import open_reader
-from .writer import IndexFiles
+
+if TYPE_CHECKING:
+    from .reader import open_reader
+    from .writer import IndexFiles
 
 __all__ = ["IndexFiles", "build_index", "index_path", "open_reader", "reader_at_least"]
+
+
+def __getattr__(name: str) -> Any:
+    """The reader and the writer on first use: `check` asks only where the index lives
+    (`index.paths`) and must not pay for DuckDB's side of the package (the gate stays light)."""
+    if name == "open_reader":
+        from .reader import open_reader
+
+        return open_reader
+    if name == "IndexFiles":
+        from .writer import IndexFiles
+
+        return IndexFiles
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_index(git: Git, files: IndexFiles, target: str, **options: Any) -> Any:
@@ -28,6 +44,8 @@ def reader_at_least(git: Git, files: IndexFiles, target: str | None, auto_update
     reflects it. A missing, damaged or outdated index is rebuilt or updated from git first
     (with the vectors of `embedder`, see vectors.py). `settings` are passed to `open_reader`
     (memory_limit)."""
+    from .reader import open_reader
+
     try:
         con = open_reader(files.path, **settings)
     except IndexFault:
