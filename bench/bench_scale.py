@@ -5,11 +5,14 @@
     python bench/bench_scale.py /tmp/obs-1m-run --index /tmp/obs-1m.duckdb [--runs 5]
 
 Reports, with the baseline measured in the same run:
-  floor         `git ls-tree -r HEAD | git cat-file --batch` over the same blobs (wall)
+  floor         `git ls-tree -r HEAD | git cat-file --batch` over the same blobs (wall and CPU,
+                the median of runs before and after the build)
   index --full  wall, CPU and peak resident memory of the whole process (its workers included),
-                and the wall's ratio to the floor
-  reads         medians of whole commands (`query --scope`, `snapshot`, `query --text`) and of
-                the same reads in one process (a kept-open `Repository`, as the MCP server reads)
+                and the wall's and the CPU's ratios to the floor's
+  reads         wall (median, p95) and CPU (median) of whole commands (`query --scope`, `--type`,
+                `--entity`, `snapshot`, `query --text`) beside a Python that imports DuckDB and
+                opens the index, and of the same reads in one process (a kept-open
+                `Repository`, as the MCP server reads)
 The repository is only read (objects, and the analysis cache under .git at up to 200,000
 documents); the index goes where --index says.
 """
@@ -26,11 +29,13 @@ import sys
 import time
 
 
-def floor(repo: str) -> float:
+def floor(repo: str) -> tuple[float, float]:
+    """Wall and CPU (git's, every process of the pipe) of reading every blob of HEAD."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     subprocess.run("git ls-tree -r HEAD | awk '{print $3}' | git cat-file --batch > /dev/null", shell=True,
                    cwd=repo, check=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _children_cpu() - cpu
 
 
 def index_full(repo: str, index: str) -> dict[str, float]:
@@ -56,30 +61,52 @@ def samples(repo: str, index: str) -> dict[str, str]:
         scope = con.execute("SELECT scope[1] FROM obs_records WHERE len(scope) > 0 LIMIT 1 OFFSET 500").fetchone()[0]
         entity = con.execute("SELECT entity_id FROM entity_snapshots ORDER BY observation_count DESC, entity_id "
                              "LIMIT 1 OFFSET 20").fetchone()[0]
+        kind = con.execute("SELECT type FROM obs_records WHERE type IS NOT NULL LIMIT 1 OFFSET 500").fetchone()[0]
     finally:
         con.close()
-    return {"scope": scope, "entity": entity, "text": "invoice parsed"}
+    return {"scope": scope, "entity": entity, "type": kind, "text": "invoice parsed"}
 
 
-def commands(repo: str, index: str, picked: dict[str, str], runs: int) -> dict[str, float]:
+def _summary(walls: list[float], cpus: list[float]) -> dict[str, float]:
+    """Median and p95 of wall, median of CPU (user + sys of the measured process)."""
+    ordered = sorted(walls)
+    return {"wall": statistics.median(walls), "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+            "cpu": statistics.median(cpus)}
+
+
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def commands(repo: str, index: str, picked: dict[str, str], runs: int) -> dict[str, dict[str, float]]:
+    """Whole commands, each beside the baseline of the same run: a Python that imports DuckDB
+    and opens the index (what no command can go below)."""
     base = [sys.executable, "-m", "obsrepo"]
+    floor_probe = f"import duckdb; duckdb.connect({index!r}, read_only=True).execute('SELECT 1').fetchall()"
     cases = {
+        "python + duckdb open (baseline)": [sys.executable, "-c", floor_probe],
         "query --scope": base + ["query", "--scope", picked["scope"], "--limit", "20", "--index", index],
+        "query --type": base + ["query", "--type", picked["type"], "--limit", "20", "--index", index],
+        "query --entity": base + ["query", "--entity", picked["entity"], "--limit", "20", "--index", index],
         "snapshot": base + ["snapshot", picked["entity"], "--index", index],
         "query --text": base + ["query", "--text", picked["text"], "--limit", "20", "--index", index],
     }
     found = {}
     for name, cmd in cases.items():
-        times = []
+        walls, cpus = [], []
         for _ in range(runs):
+            cpu = _children_cpu()
             start = time.perf_counter()
             subprocess.run(cmd, cwd=repo, check=True, stdout=subprocess.DEVNULL)
-            times.append(time.perf_counter() - start)
-        found[name] = statistics.median(times)
+            walls.append(time.perf_counter() - start)
+            cpus.append(_children_cpu() - cpu)
+        found[name] = _summary(walls, cpus)
     return found
 
 
-def in_process(repo: str, index: str, picked: dict[str, str], runs: int) -> dict[str, float]:
+def in_process(repo: str, index: str, picked: dict[str, str], runs: int) -> dict[str, dict[str, float]]:
+    """The same reads from one process with the index kept open (as the MCP server reads), in ms."""
     from obsrepo import Repository
     from obsrepo.read.query import QueryRequest
 
@@ -87,6 +114,8 @@ def in_process(repo: str, index: str, picked: dict[str, str], runs: int) -> dict
     lib.keep_open()
     cases = {
         "query --scope": lambda: lib.query(QueryRequest(scopes=(picked["scope"],), limit=20)),
+        "query --type": lambda: lib.query(QueryRequest(type=picked["type"], limit=20)),
+        "query --entity": lambda: lib.query(QueryRequest(entity=picked["entity"], limit=20)),
         "snapshot": lambda: lib.snapshot(picked["entity"]),
         "query --text": lambda: lib.query(QueryRequest(text=picked["text"], limit=20)),
     }
@@ -94,12 +123,14 @@ def in_process(repo: str, index: str, picked: dict[str, str], runs: int) -> dict
     try:
         for name, read in cases.items():
             read()  # warm
-            times = []
+            walls, cpus = [], []
             for _ in range(runs * 4):
+                cpu = time.process_time()
                 start = time.perf_counter()
                 read()
-                times.append(time.perf_counter() - start)
-            found[name] = statistics.median(times)
+                walls.append(time.perf_counter() - start)
+                cpus.append(time.process_time() - cpu)
+            found[name] = {k: v * 1000 for k, v in _summary(walls, cpus).items()}
     finally:
         lib.close()
     return found
@@ -114,14 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repo, index = os.path.abspath(args.repo), os.path.abspath(args.index)
     report: dict[str, object] = {}
-    floors = [floor(repo) for _ in range(2)]
-    report["floor_s"] = statistics.median(floors)
     if not args.skip_build:
+        floors = [floor(repo) for _ in range(2)]
         build = index_full(repo, index)
-        report["index_full"] = build | {"ratio_to_floor": build["wall"] / report["floor_s"]}  # type: ignore[operator]
+        floors.append(floor(repo))  # after the build too: the load of the machine moves both
+        wall, cpu = statistics.median(w for w, _ in floors), statistics.median(c for _, c in floors)
+        report["floor"] = {"wall": wall, "cpu": cpu}
+        report["index_full"] = build | {"ratio_to_floor": build["wall"] / wall, "cpu_ratio_to_floor_cpu": build["cpu"] / cpu}
+        print(json.dumps(report), file=sys.stderr, flush=True)
     picked = samples(repo, index)
     report["commands_s"] = commands(repo, index, picked, args.runs)
-    report["in_process_ms"] = {k: v * 1000 for k, v in in_process(repo, index, picked, args.runs).items()}
+    print(json.dumps({"picked": picked, "commands_s": report["commands_s"]}), file=sys.stderr, flush=True)
+    report["in_process_ms"] = in_process(repo, index, picked, args.runs)
     report["bench_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(report, indent=2))
     return 0
