@@ -563,3 +563,29 @@ def test_a_tenant_from_the_environment_that_is_not_utf8_is_refused(data: Data) -
     proc = subprocess.run([sys.executable, "-m", "obsrepo", "query", "--format", "json"], cwd=data.repo.path, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["details"]["parameter"] == "OBSREPO_TENANT"
+
+
+# --- what a command loads ----------------------------------------------------------------------
+
+def test_reads_that_stem_no_words_answer_without_the_fts_extension(data: Data, tmp_path: Path) -> None:
+    """A query without --text and a snapshot open the index without DuckDB's fts extension
+    (~40 ms of CPU a command): where it is missing they still answer; --text and a commit off
+    the chain (whose added documents are stemmed) say what is missing."""
+    hidden = tmp_path / "hidden" / "duckdb_extension_fts"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('not installed')\n")
+    env = dict(data.repo.env, PYTHONPATH=os.pathsep.join(p for p in (str(hidden.parent), os.environ.get("PYTHONPATH")) if p))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "obsrepo", *args], cwd=data.repo.path, env=env, capture_output=True,
+                              text=True)
+
+    scoped = run("query", "--scope", "task/1", "--format", "json")
+    assert scoped.returncode == 0, scoped.stderr
+    assert ids(json.loads(scoped.stdout)) == model(data, scopes=("task/1",))
+    snapshot = run("snapshot", "task/1")
+    assert snapshot.returncode == 0, snapshot.stderr
+    assert json.loads(snapshot.stdout)["entity_id"] == "task/1"
+    for words in (("query", "--text", "kangaroo"), ("query", "--at", data.commits["feature"])):
+        refused = run(*words)
+        assert (refused.returncode, "INDEX_ERROR" in refused.stderr, "duckdb-extension-fts" in refused.stderr) == (4, True, True)

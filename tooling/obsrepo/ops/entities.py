@@ -41,9 +41,10 @@ def snapshot(session: Session, request: Snapshot) -> EntitySnapshot:
 
     moment = Moment.optional(request.as_of, "as_of")
     ceiling = Ceiling.parse(request.max_classification, "max_classification")
+    at = session.at(request.at)
     return EntitySnapshot(session.read(
         lambda scope: reduce(scope, request.entity, as_of=moment.iso() if moment else None, explain=request.explain),
-        session.at(request.at), ceiling=ceiling, include_expired=request.include_expired))
+        at, ceiling=ceiling, include_expired=request.include_expired, stems=at is not None))
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ def provenance(session: Session, request: Provenance) -> FieldProvenance:
     from ..read.snapshots import provenance as winner
 
     ceiling = Ceiling.parse(request.max_classification, "max_classification")
-    return FieldProvenance(session.read(lambda scope: winner(scope, request.entity, request.field),
-                                        session.at(request.at), ceiling=ceiling, include_expired=request.include_expired))
+    at = session.at(request.at)
+    return FieldProvenance(session.read(lambda scope: winner(scope, request.entity, request.field), at, ceiling=ceiling,
+                                        include_expired=request.include_expired, stems=at is not None))
 
 
 @dataclass(frozen=True)

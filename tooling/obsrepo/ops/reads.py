@@ -157,7 +157,8 @@ def query(session: Session, request: Query) -> QueryPage:
                           "at_commit": at.sha if at else None})
     overlay = session.overlay if request.overlay is None else request.overlay
     return QueryPage(session.read(lambda scope: run_query(scope, engine), at, binding, overlay=overlay,
-                                  ceiling=Ceiling(request.max_classification), include_expired=request.include_expired))
+                                  ceiling=Ceiling(request.max_classification), include_expired=request.include_expired,
+                                  stems=bool(request.text) or at is not None))
 
 
 @dataclass(frozen=True)
