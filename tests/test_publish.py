@@ -208,9 +208,12 @@ def test_two_repositories_share_a_namespace_told_apart_by_repo(make_repo: Any, t
         repo.add(observation(obs_id(n), entity=f"company/c{n}", fields={"name": f"C{n}"}))
         repo.commit("one")
     second.git("remote", "add", "origin", "https://user:secret@example.com/org/second.git")
-    assert publish(first)["repo"] == first.sha()  # no origin: the root commit
+    # a local path names no repository another machine shares, and would publish this machine's folders
+    first.git("remote", "add", "origin", str(second.path))
+    assert publish(first)["repo"] == first.sha()  # a local-path origin, as no origin: the root commit
     assert publish(second)["repo"] == "https://example.com/org/second.git"  # the origin without credentials
     rows = read_pyiceberg(first)["observations"]
+    assert str(tmp_path) not in json.dumps(read_pyiceberg(first), default=str)
     assert {(row["repo"], row["id"]) for row in rows} == {(first.sha(), obs_id(1)), ("https://example.com/org/second.git", obs_id(2))}
     assert publish(first)["status"] == "current"
 

@@ -10,6 +10,7 @@ rebased. Sequence numbers continue after the highest published one, so none is e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -104,13 +105,27 @@ def publication(session: Session, request: Publication) -> PublicationRows:
     def rows(scope: Any) -> PublicationRows:
         from ..read import publication as read
 
-        repo = request.repo or read.repository_id(scope, chain[0].sha)
+        repo = request.repo or repository_name(read.repository_id(scope, chain[0].sha), chain[0].sha)
         decided = plan([c.sha for c in chain], tuple(request.published.get(repo, ())), request.rebase_published)
         if decided.status != "publish":
             return PublicationRows(repo, rev.sha, decided.status)
         return _rows(scope, repo, rev.sha, decided, [c for c in chain if c.sha in set(decided.new)], chain)
 
     return session.read(rows, rev, ceiling=ceiling)
+
+
+def repository_name(origin: str, root: str) -> str:
+    """What `repo` is published as: the origin URL (its credentials already dropped) when it
+    names a host, else the root commit. A local path (`/srv/git/obs.git`, `../obs`, `~/obs`,
+    `file://…`, `C:\\obs`) names no repository another machine shares, and would publish this
+    machine's folders; the root commit is the same in every clone."""
+    if _LOCAL_ORIGIN.match(origin) or ":" not in origin.split("/", 1)[0]:  # git: a slash before any colon is a path
+        return root
+    return origin
+
+
+# a local path or a file:// URL; a host is `scheme://host…` or git's `[user@]host:path`
+_LOCAL_ORIGIN = re.compile(r"^(?:file:|[~./\\]|[a-zA-Z]:[\\/])")
 
 
 def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain: list[Any]) -> PublicationRows:
