@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +44,13 @@ def metadata_locations(database: Path) -> dict[str, str]:
         return dict(con.execute("SELECT table_name, metadata_location FROM iceberg_tables").fetchall())
 
 
-def kill_after_first_data_table(repo: Repo, database: Path) -> dict[str, str]:
-    """Run a publish and `kill -9` it as soon as `observations`, the first table it appends,
-    has a new snapshot: the catalog is held locked from the moment that is seen, so the
-    publish cannot commit another table before it dies. The tables' metadata as it was left."""
+def start_publish(repo: Repo, database: Path, then: Callable[[subprocess.Popen], None]) -> subprocess.Popen:
+    """Start a publish and, as soon as `observations`, the first table it appends, has a new
+    snapshot, hold the catalog locked (so the publish cannot commit another table) while
+    `then(process)` signals it. The process, its output (JSON) piped."""
     before = metadata_locations(database)
-    proc = subprocess.Popen([sys.executable, "-m", "obsrepo", "publish", "--catalog", "local"], cwd=repo.path,
-                            env=repo.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "obsrepo", "publish", "--catalog", "local", "--format", "json"],
+                            cwd=repo.path, env=repo.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     con = sqlite3.connect(database, timeout=30, isolation_level=None)
     try:
         deadline = time.monotonic() + 60
@@ -57,11 +58,16 @@ def kill_after_first_data_table(repo: Repo, database: Path) -> dict[str, str]:
             assert proc.poll() is None and time.monotonic() < deadline, "the publish ended before its first append"
             time.sleep(0.002)
         con.execute("BEGIN IMMEDIATE")  # the publish's next catalog commit waits on this lock
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        then(proc)
         con.execute("ROLLBACK")
     finally:
         con.close()
+    return proc
+
+
+def kill_after_first_data_table(repo: Repo, database: Path) -> dict[str, str]:
+    """A publish `kill -9`ed after its first data table; the tables' metadata as it was left."""
+    proc = start_publish(repo, database, lambda proc: (os.kill(proc.pid, signal.SIGKILL), proc.communicate()))
     assert proc.returncode == -signal.SIGKILL
     return metadata_locations(database)
 
@@ -152,3 +158,33 @@ def test_what_the_head_withholds_leaves_every_seq(withheld: tuple[Repo, dict[str
     snapshots = as_of(tables, 2)[1]
     assert json.loads(snapshots[ACME]["snapshot"]) == expected["acme"] == {"name": "Acme Inc"}
     assert snapshots["person/ada"]["deleted"]
+
+
+def test_a_publish_that_loses_the_catalogs_race_is_a_clean_error_and_the_winner_whole(make_repo: Any, tmp_path: Path) -> None:
+    """Two real publishes of the same commit: the first commits `observations`, is held (the
+    catalog locked, then the process stopped) while the second publishes whole, then goes on
+    and finds the next table moved since it loaded it."""
+    repo = make_repo()
+    database = tmp_path / "catalog" / "catalog.db"
+    catalog_env(repo, tmp_path / "catalog")
+    repo.add(observation(obs_id(1), entity=ACME, fields={"name": "Acme"}))
+    repo.commit("one")
+    publish(repo)
+    repo.add(observation(obs_id(2), entity=ACME, fields={"name": "Acme Corp"}), observation(obs_id(3), retracts=[obs_id(1)]))
+    repo.commit("two")
+    first = start_publish(repo, database, lambda proc: os.kill(proc.pid, signal.SIGSTOP))  # held while the second runs
+    try:
+        second = publish(repo)
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    out, err = first.communicate(timeout=60)
+    assert (second["first_seq"], second["last_seq"]) == (2, 2)
+    assert first.returncode == 4 and "Traceback" not in err, err
+    error = json.loads(out)["error"]
+    assert (error["code"], error["details"]["conflict"]) == ("PUBLISH_ERROR", True)
+    # observation_removals, unless a loaded machine let it commit that one before the lock was held
+    assert error["details"]["table"] in ROW_KEYS.keys() - {"observations"}
+    tables = read_pyiceberg(repo)
+    assert duplicates(tables) == {}
+    assert as_of(tables, 2)[0] == {obs_id(2), obs_id(3)}
+    assert [(r["id"], r["removed_seq"], r["reason"]) for r in tables["observation_removals"]] == [(obs_id(1), 2, "retracted")]

@@ -16,9 +16,12 @@ Overwriting the tables instead would rewrite every row of every repository in th
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import PublishFault
 from ..ops import Publication, Session, run
 from ..ops.publication import TABLES
 from .catalog import (
@@ -65,8 +68,27 @@ def publish(session: Session, catalog_name: str, namespace: str = DEFAULT_NAMESP
         summary = {"obsrepo.git-commit": rows.rev, "obsrepo.repo": rows.repo, "obsrepo.seq": str(rows.seqs[-1])}
         head = request.published.get(rows.repo, ((0, ""),))[-1][0]
         for name in TABLES:
-            _append(catalog, namespace, name, tables[name], rows, head, summary, settings)
+            with _lost_race_refused(catalog_name, namespace, name):
+                _append(catalog, namespace, name, tables[name], rows, head, summary, settings)
     return Published(catalog_name, namespace, rows.to_json())
+
+
+@contextmanager
+def _lost_race_refused(catalog_name: str, namespace: str, name: str) -> Iterator[None]:
+    """Commit a table where another publish that committed `name` after this one loaded it wins
+    (Iceberg's optimistic concurrency: the catalog refuses a commit whose table moved, or a
+    table created twice). `commits` is appended last, so what the loser committed of the data
+    tables lies above the published head, unseen by readers and deleted by the next publish
+    (as a stopped publication's rows are): the loser says so, and the user publishes again."""
+    from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
+
+    try:
+        yield
+    except (CommitFailedException, TableAlreadyExistsError) as exc:
+        raise PublishFault(f"another publish into {catalog_name}.{namespace} committed table {name} while this one was "
+                           f"writing ({type(exc).__name__}: {exc}); what is published is whole: run publish again to "
+                           "add what this one did not", catalog=catalog_name, namespace=namespace, table=name,
+                           conflict=True) from None
 
 
 def _append(catalog: Any, namespace: str, name: str, table: Any, rows: Any, head: int, summary: dict[str, str],
@@ -74,6 +96,7 @@ def _append(catalog: Any, namespace: str, name: str, table: Any, rows: Any, head
     data = rows.tables[name]
     if table is None:
         table = catalog.create_table(identifier(namespace, name), schema=data.schema, properties=settings)
+    _without_retries(table)
     leaving = gone_rows(table, name, rows.repo, head, rows.erased)
     tag = f"git-{summary['obsrepo.git-commit']}"
     with table.transaction() as transaction, warnings.catch_warnings():
@@ -82,6 +105,17 @@ def _append(catalog: Any, namespace: str, name: str, table: Any, rows: Any, head
             transaction.delete(leaving, snapshot_properties=summary)
         transaction.append(data, snapshot_properties=summary)
         _tag(transaction, tag)
+
+
+def _without_retries(table: Any) -> None:
+    """pyiceberg retries a commit that lost a race on the table's new state (four times, by
+    default): it would append this publish's rows again after another publish's, and delete
+    by a predicate planned before that publish. One attempt, then `_lost_race_refused`. Set on
+    the loaded metadata only: the catalog applies the commit to its own."""
+    from pyiceberg.table import TableProperties
+
+    properties = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
+    table.metadata = table.metadata.model_copy(update={"properties": properties})
 
 
 def _tag(transaction: Any, tag: str) -> None:
