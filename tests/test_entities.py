@@ -190,6 +190,18 @@ def test_the_snapshots_table_follows_every_update_and_equals_the_snapshot_comman
         assert last.isoformat() + "Z" == answer["last_observation_at"].replace("+00:00", "Z")
     assert json.loads(table[0][2])["vat"] == "GB2"
     assert Repository(str(repo.path), index=str(tmp_path / "incremental.duckdb")).snapshot("invoice/1")["observation_count"] == 0
+    # an unbound caller at the indexed commit is answered from the table: exactly what reducing gives (an as_of
+    # reduces), a merged-away entity, one with nothing left, a deleted one and microseconds included
+    repo.add(observation("obs-20260422-090000-0013", "2026-04-22T09:00:00.123456Z", entity="company/acme",
+                         fields={"phone": "777"}, **ORG),
+             observation("obs-20260422-090000-0014", "2026-04-22T09:00:00Z", entity="company/gone", fields={"name": "G"}, **ORG),
+             observation("obs-20260423-090000-0015", "2026-04-23T09:00:00Z", entity="company/gone",
+                         fields={"_deleted": True}, **ORG))
+    repo.commit("microseconds, and a deletion")
+    for entity_id in ("company/acme", "company/acme-ltd", "invoice/1", "company/gone"):
+        assert api.snapshot(entity_id) == api.snapshot(entity_id, as_of="9999-12-31T00:00:00Z"), entity_id
+    assert api.snapshot("company/gone")["deleted"]
+    assert api.snapshot("company/acme")["last_observation_at"] == "2026-04-22T09:00:00.123456Z"
 
 
 def test_related_goes_100_hops_and_more_and_stops_where_the_graph_ends(repo):

@@ -90,11 +90,12 @@ def commit_moment(git: Git, con: Any, commit: str) -> datetime:
 
 
 def effective_relation(con: Any, git: Git, commit: str, base: str, *, prefix: str, ceiling: str | None = None,
-                       include_expired: bool = False) -> tuple[str, str | None]:
+                       include_expired: bool = False) -> tuple[str, str | None, bool]:
     """The SQL of `base` as a caller sees it at `commit`: classifications raised, expired rows
     left out (unless `include_expired`), rows above `ceiling` left out. Temporary tables
     `<prefix>_raised` and `<prefix>_expired` hold what changes (only when something does);
-    returns (the SQL, the name of the raised table or None)."""
+    returns (the SQL, the name of the raised table or None, whether every row of `base` is
+    kept: nothing expired, no ceiling below the top)."""
     raised: str | None = None
     if con.execute(f"SELECT 1 FROM {base} AS o WHERE o.reclassify_rank IS NOT NULL LIMIT 1").fetchone():
         raised = f"{prefix}_raised"
@@ -115,7 +116,7 @@ def effective_relation(con: Any, git: Git, commit: str, base: str, *, prefix: st
         clauses.append(f"{_rank_expr(raised)} <= {CLASSIFICATION_RANK[ceiling]}")
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     if raised is None:
-        return f"SELECT * FROM {base} AS o{where}", None
+        return f"SELECT * FROM {base} AS o{where}", None, not clauses
     names = " ".join(f"WHEN {rank} THEN '{name}'" for rank, name in enumerate(CLASSIFICATIONS))
     return (f"SELECT o.* REPLACE ({_rank_expr(raised)} AS class_rank, CASE {_rank_expr(raised)} {names} END AS classification) "
-            f"FROM {base} AS o LEFT JOIN {raised} USING (row_id){where}"), raised
+            f"FROM {base} AS o LEFT JOIN {raised} USING (row_id){where}"), raised, not clauses

@@ -65,7 +65,7 @@ def refresh_weights(git: Git, con: Any, target: str) -> None:
     Folding is cheap next to a build (one pass over the feedback rows), so it is done whole."""
     from .stewardship import effective_relation
 
-    effective, _ = effective_relation(con, git, target, f"(SELECT * FROM obs_versions WHERE removed_seq = {NOW})",
+    effective, _, _ = effective_relation(con, git, target, f"(SELECT * FROM obs_versions WHERE removed_seq = {NOW})",
                                       prefix="build")
     relation = f"({effective})"
     weights, history = fold(feedback_events(con, relation))

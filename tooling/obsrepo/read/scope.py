@@ -61,6 +61,7 @@ class ReadScope:
         self.include_expired = include_expired
         self._weights: str | None = None
         self.raised: str | None = None  # a temporary table (row_id, rank) of classifications raised by reclassify
+        self.as_indexed = False  # `visible` holds what `entity_snapshots` was reduced over (move_to)
         self.at_commit = ""
         # a kept-open generation (index/live.py) remembers what depends on it alone
         self.memo: dict[tuple, Any] | None = getattr(con, "memo", None)
@@ -134,8 +135,10 @@ class ReadScope:
         self._weights = None
         from ..index.stewardship import effective_relation
 
-        effective, self.raised = effective_relation(self.con, self.git, at_commit, "visible_all", prefix="scope", ceiling=self.ceiling,
-                                       include_expired=self.include_expired)
+        effective, self.raised, kept = effective_relation(self.con, self.git, at_commit, "visible_all", prefix="scope",
+                                                          ceiling=self.ceiling, include_expired=self.include_expired)
+        # what the index's own tables were reduced over: the indexed commit, every tenant, every row
+        self.as_indexed = kept and not self.tenant and not self.drafts and at_commit == self.indexed_commit
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW visible AS {effective}")
 
     @property
