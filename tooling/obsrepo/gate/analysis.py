@@ -26,14 +26,28 @@ class Judged:
     changed: list[Issue]  # immutability (with a base or staged)
     rules: list[Issue]  # repository rules
     read: int  # documents read and analysed (the others came from a cache)
+    # the documents' own problems (rules, place, classification), found as each was read, when
+    # `analyses` holds only those the repository rules needed whole; None: found from `analyses`
+    own: list[Issue] | None = None
 
 
 def analyze_source(source: Source, cache: AnalysisCache, progress: Callable[[int, int], None] | None = None,
                    fresh: list[Listed] | None = None) -> dict[str, Analysis]:
     """Analyse every regular file of `source`, reusing cached results by blob id; `progress` is
     told how many of the files not in the cache are done, `fresh` given which they are."""
-    analyses: dict[str, Analysis] = {}
     todo: list[Listed] = []
+    analyses = {item.path: hit for item, hit in through_cache(source, cache, todo)}
+    if fresh is not None:
+        fresh.extend(todo)
+    for item, analysis, record in analyzed(source, todo, progress):
+        analyses[item.path] = analysis
+        cache.put_row(item.path, item.sha, analysis.to_cache(), record)
+    return analyses
+
+
+def through_cache(source: Source, cache: AnalysisCache, todo: list[Listed]) -> Iterator[tuple[Listed, Analysis]]:
+    """The regular documents of `source` the cache knows, with their analyses, one at a time;
+    the others are appended to `todo`."""
     for item in source.listed:
         if item.mode not in REGULAR_MODES:
             continue
@@ -41,13 +55,7 @@ def analyze_source(source: Source, cache: AnalysisCache, progress: Callable[[int
         if hit is None:
             todo.append(item)
         else:
-            analyses[item.path] = hit
-    if fresh is not None:
-        fresh.extend(todo)
-    for item, analysis, record in analyzed(source, todo, progress):
-        analyses[item.path] = analysis
-        cache.put_row(item.path, item.sha, analysis.to_cache(), record)
-    return analyses
+            yield item, hit
 
 
 def analyzed(source: Source, todo: list[Listed], progress: Callable[[int, int], None] | None = None,

@@ -19,10 +19,10 @@ import hashlib
 import marshal
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..format.rules import Analysis, kind_of, placed
 from ..gitstore import Git
@@ -95,20 +95,53 @@ def _size(file: Path) -> int:
         return 0
 
 
-def serialized(digest: str, parts: list[bytes]) -> Iterator[bytes]:
+Part = bytes | tuple[int, int]  # a marshalled dict of entries, or where it stands in a `Spill`
+
+
+class Spill:
+    """Marshalled parts kept in an unnamed temporary file until the cache is written: the new
+    entries of a cold check or build of a million documents would be a gigabyte in memory."""
+
+    def __init__(self) -> None:
+        self.handle: IO[bytes] | None = None
+
+    def add(self, data: bytes) -> Part:
+        try:
+            if self.handle is None:
+                self.handle = tempfile.TemporaryFile(prefix="obsrepo-cache-")
+            at = self.handle.seek(0, os.SEEK_END)
+            self.handle.write(data)
+            return at, len(data)
+        except OSError:  # no room for a temporary file: kept in memory
+            return data
+
+    def read(self, part: Part) -> bytes:
+        if isinstance(part, bytes):
+            return part
+        assert self.handle is not None
+        self.handle.seek(part[0])
+        return self.handle.read(part[1])
+
+
+def serialized(digest: str, parts: Sequence[Part], spill: Spill | None = None) -> Iterator[bytes]:
     """The bytes of a cache file: the header, then `parts`, marshalled dicts of entries (see
-    `load_entries`)."""
-    yield _MAGIC + marshal.dumps({"rules": digest, "sizes": [len(part) for part in parts]})
-    yield from parts
+    `load_entries`), those not in memory read from `spill` one at a time."""
+    sizes = [len(part) if isinstance(part, bytes) else part[1] for part in parts]
+    yield _MAGIC + marshal.dumps({"rules": digest, "sizes": sizes})
+    for part in parts:
+        if not isinstance(part, bytes):
+            assert spill is not None
+            part = spill.read(part)
+        yield part
 
 
-def _store(file: Path, digest: str, parts: list[bytes]) -> None:
+def _store(file: Path, digest: str, parts: Sequence[Part], spill: Spill | None = None) -> None:
     """Write marshalled dicts of entries (see `load_entries`) in place of `file`, atomically."""
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.stem}.")
         with os.fdopen(fd, "wb") as handle:
-            for chunk in serialized(digest, parts):
+            for chunk in serialized(digest, parts, spill):
                 handle.write(chunk)
         os.replace(tmp, file)
     except OSError:
@@ -135,7 +168,8 @@ class AnalysisCache:
         self._records: dict[str, Any] | None = None  # loaded on first use
         self.new_records: dict[str, Any] = {}
         self.served: set[str] = set()  # keys whose record was used without reading their analysis
-        self.parts: list[tuple[bytes, bytes, int]] = []  # (analyses, records, count) marshalled elsewhere
+        self.parts: list[tuple[Part, Part, int]] = []  # (analyses, records, count) marshalled elsewhere
+        self.spill = Spill()  # where `parts` are kept until saved
 
     @classmethod
     def open(cls, git: Git | None, max_bytes: int | None = None) -> AnalysisCache:
@@ -221,7 +255,7 @@ class AnalysisCache:
     def put_parts(self, analyses: bytes, records: bytes, count: int) -> None:
         """New entries marshalled by another process (a worker of a parallel build): `count`
         analyses keyed by `entry_key` and their records, written out as they are."""
-        self.parts.append((analyses, records, count))
+        self.parts.append((self.spill.add(analyses), self.spill.add(records), count))
         self.dirty = True
 
     def save(self) -> None:
@@ -237,11 +271,11 @@ class AnalysisCache:
         keep_all = len(entries) <= 2 * (len(self.used) + added) + 1000
         kept = {**entries, **self.used} if keep_all else self.used
         if self.dirty or len(kept) != len(entries):
-            _store(self.file, self.digest, [marshal.dumps(kept)] + [part for part, _, _ in self.parts])
+            _store(self.file, self.digest, [marshal.dumps(kept), *(part for part, _, _ in self.parts)], self.spill)
         records_file = self.records_file
         if (self.new_records or self.parts) and records_file is not None:
             if self._records is None:
                 self._records = load_entries(records_file, self.digest)
             merged = {**self._records, **self.new_records}
             kept_records = marshal.dumps({k: v for k, v in merged.items() if k in kept})
-            _store(records_file, self.digest, [kept_records] + [part for _, part, _ in self.parts])
+            _store(records_file, self.digest, [kept_records, *(part for _, part, _ in self.parts)], self.spill)

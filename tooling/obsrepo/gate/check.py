@@ -10,16 +10,16 @@ from .. import errors
 from ..errors import UsageError
 from ..format.analyze import analyze
 from ..format.report import Issue, Report
-from ..format.rules import Analysis, kind_of, place
+from ..format.rules import kind_of, place
 from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 from ..gitstore import Git
 from . import attributes, graph
 from .analysis import Judged, analyze_source
 from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
 from .cache import AnalysisCache, paused_gc
-from .facts import FactsStore, blob_key
+from .facts import FactsStore
 from .immutability import first_of_each, immutability_issues
-from .sources import REGULAR_MODES, Listed, Source, commit, not_a_file, staged, worktree_in_git
+from .sources import REGULAR_MODES, Source, commit, not_a_file, staged, worktree_in_git
 
 
 @dataclass
@@ -87,25 +87,29 @@ def _apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None]
 
 def _judge_all(git: Git, plan: CheckPlan, source: Source, facts: FactsStore,
                progress: Callable[[int, int], None] | None) -> Judged:
-    """Every document of the source, one by one and under the repository rules."""
+    """Every document of the source, one by one and under the repository rules, streamed
+    (`whole.py`): what a document leaves in memory is its compact facts."""
+    from .whole import stream_tree
+
     cache = AnalysisCache.open(git)
-    fresh: list[Listed] = []
-    analyses = analyze_source(source, cache, progress, fresh)
+    streamed = stream_tree(source, cache, facts, progress)
     changed: list[Issue] = []
     added = None
-    if plan.immutability:
-        changed, added = immutability_issues(git, plan.base_sha, source, analyses, cache)
+    if plan.immutability:  # --staged (a base is `pull.py`'s)
+        changed, added = immutability_issues(git, plan.base_sha, source, streamed.kept, cache)
     cache.save()
-    for item in fresh:  # what a later `check --base` needs of the blobs read (the store loads only then)
-        facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
-    rules = graph.repository_rules(analyses, added)
-    return Judged(analyses, changed, rules, cache.missed)
+    judged = streamed.judged(source, added)
+    judged.changed = changed
+    return judged
 
 
 def _report(git: Git, plan: CheckPlan, source: Source, converted: list[tuple[str, str, str]], judged: Judged) -> Report:
     analyses = judged.analyses
     report = Report(read=judged.read)
-    _check_outside(plan, analyses, report)
+    judged_paths: set[str] = set()  # asked for by name (pre-commit): which were judged as documents
+    if plan.wanted is not None:
+        judged_paths = set(analyses) if judged.own is None else set(_documents(source))
+    _check_outside(plan, judged_paths, report)
     # the attributes git applies to the documents: when it commits the index (--staged), or
     # when it reads and writes the work tree (.gitattributes at any depth, info/attributes)
     reader = index_reader(git) if plan.staged else worktree_reader(git)
@@ -114,11 +118,14 @@ def _report(git: Git, plan: CheckPlan, source: Source, converted: list[tuple[str
     for item in source.listed:
         if item.mode not in REGULAR_MODES and (item.path, not_a_file(item.path, item.mode).rule) not in reported:
             report.issues.append(not_a_file(item.path, item.mode))
-    for path, analysis in analyses.items():
-        report.issues.extend(analysis.issues)
-        report.issues.extend(place(path, analysis))
+    if judged.own is None:
+        for path, analysis in analyses.items():
+            report.issues.extend(analysis.issues)
+            report.issues.extend(place(path, analysis))
+        report.issues.extend(graph.classification_warnings(analyses))
+    else:
+        report.issues.extend(judged.own)
     report.issues.extend(judged.rules)
-    report.issues.extend(graph.classification_warnings(analyses))
     report.issues.extend(_entity_schemas(plan.root))
     report.issues.extend(_retention(plan.root))
     report.issues.extend(changed)
@@ -128,7 +135,7 @@ def _report(git: Git, plan: CheckPlan, source: Source, converted: list[tuple[str
     else:
         # immutability and attributes concern the change as a whole: a deleted or renamed-away
         # path, or a .gitattributes, is never among the names pre-commit passes for documents
-        report.checked += len(plan.wanted & set(analyses))
+        report.checked += len(plan.wanted & judged_paths)
         gone = {i.path for i in changed if i.code == errors.IMMUTABLE_VIOLATION}  # said once: deleted, not missing
         report.issues = [i for i in report.issues
                          if (i.path in plan.wanted and not (i.rule == "file-missing" and i.path in gone))
@@ -152,9 +159,9 @@ def _source(git: Git, plan: CheckPlan) -> tuple[Source, list[tuple[str, str, str
     return worktree_in_git(git, rehash), converted
 
 
-def _check_outside(plan: CheckPlan, analyses: dict[str, Analysis], report: Report) -> None:
+def _check_outside(plan: CheckPlan, judged: set[str], report: Report) -> None:
     """Paths asked for that the source does not list (outside the document folders, missing)."""
-    for path in sorted(plan.wanted - set(analyses)) if plan.wanted is not None else ():
+    for path in sorted(plan.wanted - judged) if plan.wanted is not None else ():
         data = _read_outside(plan.root, path)
         if data is None:
             report.issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "file-missing", "no such document"))

@@ -7,6 +7,8 @@ relation targets that exist for the author's tenant, acyclic PART_OF / DEPENDS_O
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
+
 from .. import errors
 from ..format.report import Issue
 from ..format.rules import ACYCLIC_RELATIONS, Analysis
@@ -42,14 +44,48 @@ def repository_rules(analyses: dict[str, Analysis], added: set[str] | None = Non
         if facts is None:
             continue
         (observations if facts["kind"] == "observation" else comprehensions).append((path, facts))
-    issues: list[Issue] = []
-    issues += _duplicate_ids(observations + comprehensions, added)
-    issues += _duplicate_content(observations, added)
+    facts_of = dict(observations + comprehensions)
+    found = (duplicates(((p, f["id"]) for p, f in observations + comprehensions), added, "id")
+             + duplicates(((p, f["hash"]) for p, f in observations), added, "content"))
+    issues = [Issue(path, *loc(facts_of[path], "id"), code, rule, message) for path, code, rule, message in found]
     tree = TreeFacts(observations)
-    issues += _targets(observations, tree)
+    return issues + lookup_rules(observations, comprehensions, tree, change)
+
+
+def lookup_rules(observations: list[tuple[str, Document]], comprehensions: list[tuple[str, Document]],
+                 tree: Facts, change: set[str] | None = None) -> list[Issue]:
+    """The rules that look another document up, for `observations` and `comprehensions` in the
+    state `tree` (which holds them): targets, the relation graph (of the `change` only, when
+    given) and citations."""
+    issues = _targets(observations, tree)
     issues += graph_rules(observations if change is None else [(p, f) for p, f in observations if p in change], tree)
-    issues += _citations(comprehensions, tree)
-    return issues
+    return issues + _citations(comprehensions, tree)
+
+
+_DUPLICATE = {"id": (errors.DUPLICATE_ID, "duplicate-id", "id '{value}' is already used by {keep}"),
+              "content": (errors.DUPLICATE_CONTENT, "duplicate-content",
+                          "the same content (in the same tenant) is already recorded in {keep}")}
+
+
+def duplicates(values: Iterable[tuple[str, Hashable]], added: set[str] | None, what: str,
+               ) -> list[tuple[str, str, str, str]]:
+    """(path, code, rule, message) of each document whose `what` (its id, its content hash)
+    another holds: every one of them but the one kept (already in the repository, else the
+    first by path). Only the values held twice keep a list of paths."""
+    first: dict[Hashable, str] = {}
+    shared: dict[Hashable, list[str]] = {}
+    for path, value in values:
+        if value in first:
+            shared.setdefault(value, [first[value]]).append(path)
+        else:
+            first[value] = path
+    del first
+    code, rule, message = _DUPLICATE[what]
+    found = []
+    for value, paths in shared.items():
+        keep, *rest = _first_kept(paths, added)
+        found += [(path, code, rule, message.format(value=value, keep=keep)) for path in rest]
+    return found
 
 
 def _first_kept(paths: list[str], added: set[str] | None) -> list[str]:
@@ -57,40 +93,7 @@ def _first_kept(paths: list[str], added: set[str] | None) -> list[str]:
     return sorted(paths, key=lambda p: (added is not None and p in added, p))
 
 
-def _duplicate_ids(docs: list[tuple[str, Document]], added: set[str] | None) -> list[Issue]:
-    seen: dict[str, list[str]] = {}
-    facts_of = dict(docs)
-    for path, facts in docs:
-        seen.setdefault(facts["id"], []).append(path)
-    issues = []
-    for doc_id, paths in sorted(seen.items()):
-        if len(paths) < 2:
-            continue
-        keep, *rest = _first_kept(paths, added)
-        for path in rest:
-            line, col = loc(facts_of[path], "id")
-            issues.append(Issue(path, line, col, errors.DUPLICATE_ID, "duplicate-id", f"id '{doc_id}' is already used by {keep}"))
-    return issues
-
-
-def _duplicate_content(observations: list[tuple[str, Document]], added: set[str] | None) -> list[Issue]:
-    groups: dict[str, list[str]] = {}
-    facts_of = dict(observations)
-    for path, facts in observations:
-        groups.setdefault(facts["hash"], []).append(path)
-    issues = []
-    for paths in groups.values():
-        if len(paths) < 2:
-            continue
-        keep, *rest = _first_kept(paths, added)
-        for path in rest:
-            line, col = loc(facts_of[path], "id")
-            issues.append(Issue(path, line, col, errors.DUPLICATE_CONTENT, "duplicate-content",
-                                f"the same content (in the same tenant) is already recorded in {keep}"))
-    return issues
-
-
-def _targets(observations: list[tuple[str, Document]], tree: TreeFacts) -> list[Issue]:
+def _targets(observations: list[tuple[str, Document]], tree: Facts) -> list[Issue]:
     """What each observation corrects, retracts, gives feedback on or reclassifies, looked up by id."""
     find = tree.observation
     return [issue for path, facts in observations
@@ -100,22 +103,24 @@ def _targets(observations: list[tuple[str, Document]], tree: TreeFacts) -> list[
 def classification_warnings(analyses: dict[str, Analysis]) -> list[Issue]:
     """A declared classification below what the content rules ask for: a warning (the index
     applies the higher level anyway, docs/design.md §14)."""
+    return [issue for path in sorted(analyses) for issue in classification_warning(path, analyses[path])]
+
+
+def classification_warning(path: str, analysis: Analysis) -> list[Issue]:
+    """`classification_warnings` of one document."""
     from ..format.report import WARNING
     from ..format.vocabulary import CLASSIFICATION_RANK
 
-    issues = []
-    for path in sorted(analyses):
-        facts = analyses[path].facts
-        if facts is None or facts["kind"] != "observation" or "content_class" not in facts:
-            continue
-        declared, content = facts["declared_class"], facts["content_class"]
-        if CLASSIFICATION_RANK[declared] < CLASSIFICATION_RANK[content]:
-            line, col = facts["loc"].get("classification") or facts["loc"].get("event", (1, 1))
-            issues.append(Issue(path, line, col, errors.VALIDATION_ERROR, "classification-below-content",
-                                f"declared {declared}, but the content calls for {content} (a secret, a personal "
-                                f"or card data word, or a secret path in source_ref); it is treated as {content}",
-                                WARNING))
-    return issues
+    facts = analysis.facts
+    if facts is None or facts["kind"] != "observation" or "content_class" not in facts:
+        return []
+    declared, content = facts["declared_class"], facts["content_class"]
+    if CLASSIFICATION_RANK[declared] >= CLASSIFICATION_RANK[content]:
+        return []
+    line, col = facts["loc"].get("classification") or facts["loc"].get("event", (1, 1))
+    return [Issue(path, line, col, errors.VALIDATION_ERROR, "classification-below-content",
+                  f"declared {declared}, but the content calls for {content} (a secret, a personal "
+                  f"or card data word, or a secret path in source_ref); it is treated as {content}", WARNING)]
 
 
 def graph_rules(change: list[tuple[str, Document]], known: Facts) -> list[Issue]:
@@ -237,7 +242,7 @@ def orphans(change: list[tuple[str, Document]], known: Facts, ours: set[int]) ->
     return issues
 
 
-def _citations(comprehensions: list[tuple[str, Document]], tree: TreeFacts) -> list[Issue]:
+def _citations(comprehensions: list[tuple[str, Document]], tree: Facts) -> list[Issue]:
     issues = []
     for path, facts in comprehensions:
         for index, cited in enumerate(facts["observations"]):
