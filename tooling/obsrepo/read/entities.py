@@ -26,25 +26,52 @@ IDENTIFYING_FIELDS = ("name", "legal_name", "email", "title", "display_name", "u
 
 
 def _summaries(scope: ReadScope, entity_ids: list[str]) -> list[dict[str, Any]]:
-    """Summaries of a page of entities: a few are reduced one by one, more at once in SQL
-    (only their own rows, and those of the entities merged into them)."""
-    if len(entity_ids) > 8:
-        reduced = _reduce_many(scope, entity_ids)
-        snaps = [reduced.get(e) or snapshot(scope, e) for e in entity_ids]
-    else:
-        snaps = [snapshot(scope, e) for e in entity_ids]
-    return [{"entity_id": entity, "entity_type": entity.split("/", 1)[0], "observation_count": snap["observation_count"],
-             "last_observation_at": snap["last_observation_at"], "snapshot": snap["snapshot"]}
-            for entity, snap in zip(entity_ids, snaps)]
+    """Summaries of a page of entities: the index's own snapshots when `visible` is exactly what
+    they were reduced from (nothing withheld: no binding, ceiling, draft or expiry), else a few
+    reduced one by one, more at once in SQL (only their own rows, and those of the entities
+    merged into them). The same answers either way, only the cost differs."""
+    stored = _stored_summaries(scope, entity_ids) if entity_ids and scope.as_indexed else {}
+    missing = [e for e in entity_ids if e not in stored]
+    reduced = _reduce_many(scope, missing) if len(missing) > 8 else {}
+    snaps = {e: reduced.get(e) or _snapshot_or_empty(scope, e) for e in missing}
+    summaries = {entity: {"entity_id": entity, "entity_type": entity.split("/", 1)[0],
+                          "observation_count": snap["observation_count"], "last_observation_at": snap["last_observation_at"],
+                          "snapshot": snap["snapshot"]} for entity, snap in snaps.items()}
+    return [stored.get(entity) or summaries[entity] for entity in entity_ids]
+
+
+def _snapshot_or_empty(scope: ReadScope, entity: str) -> dict[str, Any]:
+    """The entity's snapshot; one only ever named by a relationship (no row of its own, say a
+    neighbour) reads as an empty one rather than ending the whole answer."""
+    try:
+        return snapshot(scope, entity)
+    except NotFoundError:
+        return {"observation_count": 0, "last_observation_at": None, "snapshot": {}}
+
+
+# an instant as the reducer writes it: UTC, `Z`, microseconds only when there are any
+UTC_TEXT = ("strftime({0}, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us({0}) % 1000000 <> 0 "
+            "THEN strftime({0}, '.%f') ELSE '' END || 'Z'")
+
+
+def _stored_summaries(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The summaries `entity_snapshots` holds for these entities (only for an unfiltered scope:
+    it was reduced over every tenant's rows)."""
+    import json
+
+    rows = scope.rows(f"SELECT entity_id, observation_count, {UTC_TEXT.format('last_observation_at')}, snapshot "
+                      "FROM entity_snapshots WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))", [entity_ids])
+    return {entity: {"entity_id": entity, "entity_type": entity.split("/", 1)[0], "observation_count": count,
+                     "last_observation_at": last, "snapshot": json.loads(snap)} for entity, count, last, snap in rows}
 
 
 def _reduce_many(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Snapshots of these entities by the SQL reducer, as `all_snapshots` has them."""
     from ..format.reduce import merge_map, retracted_ids, survivor
-    from ..index.reducer_rows import CANDIDATES, all_policies, special_rows
+    from ..index.reducer_rows import CANDIDATES, all_policies
     from ..index.sqlreduce import reduce_all
 
-    special = special_rows(scope.con, "visible")
+    special = scope.special()
     merges = merge_map(special, retracted_ids(special))
     wanted = set(entity_ids)
     family = sorted(wanted | {e for e in merges if survivor(e, merges) in wanted})
@@ -67,9 +94,8 @@ def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int =
 
 def _merges(scope: ReadScope) -> dict[str, str]:
     from ..format.reduce import merge_map, retracted_ids
-    from ..index.reducer_rows import special_rows
 
-    special = special_rows(scope.con, "visible")
+    special = scope.special()
     return merge_map(special, retracted_ids(special))
 
 
@@ -218,11 +244,15 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
                 for edge in edges.get(member, ()):
                     if types and edge["type"] not in types:
                         continue
-                    source, target = survivor(edge["source_entity_id"], merges), survivor(edge["target_entity_id"], merges)
-                    if source == target:
-                        continue  # a merge (or a relation inside one merged entity) leads nowhere new
-                    found.append((target if side == "out" else source,
-                                  dict(edge, source_entity_id=source, target_entity_id=target)))
+                    source, target = edge["source_entity_id"], edge["target_entity_id"]
+                    if merges:
+                        source, target = survivor(source, merges), survivor(target, merges)
+                        if source == target:
+                            continue  # a merge (or a relation inside one merged entity) leads nowhere new
+                        edge = dict(edge, source_entity_id=source, target_entity_id=target)
+                    elif source == target:
+                        continue
+                    found.append((target if side == "out" else source, edge))
         return found
 
     seen = {start}
@@ -243,7 +273,9 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
             deepest = hop
         frontier = sorted(following)
     others = sorted(seen - {start})
-    rels = sorted(used.values(), key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
+    # copies: without merges an edge is the kept graph's own
+    rels = sorted((dict(e) for e in used.values()),
+                  key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
     # `limit`: only the first entities by id are summarised (each one a reduction); the totals
     # and the relationships still cover every entity reached
     return {"entities": _summaries(scope, others if limit is None else others[:limit]), "relationships": rels,
@@ -285,23 +317,30 @@ def _event_type(field: str, declared: dict[str, str]) -> str:
     return "".join(part.capitalize() for part in field.split("_") if part)
 
 
-def _declared_events(git: Git, commit: str, entity_type: str, cache: dict) -> dict[str, str]:
-    if entity_type not in cache:
+# a commit's tree never changes: each (commit, entity type)'s declared events are read once a process
+_DECLARED: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def _declared_events(git: Git, commit: str, entity_type: str) -> dict[str, str]:
+    """field → event type, as the entity schema of `commit` declares (`temporal_fields`)."""
+    key = (commit, entity_type)
+    if key not in _DECLARED:
         from ..format.entity_schema import read_entity_schema
 
         path = entity_schema_path(entity_type)
         raw = git.run("cat-file", "blob", f"{commit}:{path}", check=False)
         schema = read_entity_schema(path, raw)[0] if raw else None
-        cache[entity_type] = {t["field"]: t["event_type"] for t in (schema or {}).get("temporal_fields", [])}
-    return cache[entity_type]
+        _DECLARED[key] = {t["field"]: t["event_type"] for t in (schema or {}).get("temporal_fields", [])}
+    return _DECLARED[key]
 
 
 def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None = None,
              after: datetime | None = None, before: datetime | None = None,
              limit: int = 1000, offset: int = 0) -> dict[str, Any]:
-    """Events from date-valued snapshot fields, plus each observation's own timestamp."""
-    import hashlib
-
+    """Events from date-valued snapshot fields, plus each observation's own timestamp; newest
+    first, then by event id. The observations' events are filtered, counted and paged in SQL:
+    only the page's are formatted (a busy entity has thousands)."""
+    from ..format.reduce import _instant
     from ..times import format_timestamp
 
     check_page(limit, offset)
@@ -310,41 +349,67 @@ def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None
         family = _family(scope, entity)
         clause += " AND o.entity IN (SELECT unnest(?::VARCHAR[]))"
         extra.append(family)
-    entity_ids = [r[0] for r in scope.rows(f"SELECT DISTINCT o.entity FROM visible AS o WHERE {clause} ORDER BY 1", extra)]
+    low = format_timestamp(after) if after else None
+    high = format_timestamp(before) if before else None
+    events = [e for e in _field_events(scope, entity or None, clause, extra)
+              if (event_type is None or e["event_type"] == event_type)
+              and (low is None or _instant(e["event_timestamp"]) >= _instant(low))
+              and (high is None or _instant(e["event_timestamp"]) < _instant(high))]
+    total = len(events)
+    conditions: list[str] = [clause]
+    params: list[Any] = list(extra)
+    for condition, given in (("coalesce(o.type, 'Observed') = ?", event_type), ("o.timestamp >= ?", _naive_utc(after)),
+                             ("o.timestamp < ?", _naive_utc(before))):
+        if given is not None:
+            conditions.append(condition)
+            params.append(given)
+    rows = scope.rows(
+        f"SELECT o.id, {UTC_TEXT.format('o.timestamp')}, o.entity, coalesce(o.type, 'Observed'), "
+        "'evt-' || substr(sha256(o.id), 1, 16) AS event_id, count(*) OVER () "
+        f"FROM visible AS o WHERE {' AND '.join(conditions)} ORDER BY o.timestamp DESC, event_id LIMIT ?",
+        [*params, offset + limit])
+    total += rows[0][-1] if rows else 0
+    events += [{"id": event_id, "event_type": kind, "event_timestamp": when, "entity_id": entity_id, "field": None,
+                "observation_id": obs_id} for obs_id, when, entity_id, kind, event_id, _ in rows]
+    events.sort(key=lambda e: e["id"])  # stable sorts: event_timestamp DESC, then id
+    events.sort(key=lambda e: _instant(e["event_timestamp"]), reverse=True)
+    return {"events": events[offset : offset + limit], "total": total}
+
+
+def _field_events(scope: ReadScope, entity: str | None, clause: str, params: list[Any]) -> list[dict[str, Any]]:
+    """An event for each date-valued field of the snapshots of the entities `clause` selects:
+    `entity`'s alone when it is given (every entity of its family reduces to it; one never
+    known has none, and one whose rows are all gone has no fields)."""
+    import hashlib
+
+    if entity is not None:
+        try:
+            snaps = [snapshot(scope, entity)]
+        except NotFoundError:
+            snaps = []
+    else:
+        entity_ids = [r[0] for r in scope.rows(f"SELECT DISTINCT o.entity FROM visible AS o WHERE {clause} ORDER BY 1", params)]
+        snaps = [snapshot(scope, entity_id) for entity_id in entity_ids]
     events = []
-    schemas: dict[str, dict[str, str]] = {}
     done = set()
-    for entity_id in entity_ids:
-        snap = snapshot(scope, entity_id)
+    for snap in snaps:
         if snap["entity_id"] in done:
             continue
         done.add(snap["entity_id"])
-        declared = _declared_events(scope.git, scope.at_commit, snap["entity_type"], schemas)
+        declared = _declared_events(scope.git, scope.at_commit, snap["entity_type"])
         for name, value in snap["snapshot"].items():
             when = strict_date(value)
             if when is None:
                 continue
-            kind = _event_type(name, declared)
             digest = hashlib.sha256(f"{snap['entity_id']}\0{name}\0{when}".encode()).hexdigest()[:16]
-            events.append({"id": f"evt-{digest}", "event_type": kind, "event_timestamp": when,
+            events.append({"id": f"evt-{digest}", "event_type": _event_type(name, declared), "event_timestamp": when,
                            "entity_id": snap["entity_id"], "field": name, "observation_id": snap["provenance"][name]})
-    rows = scope.rows(
-        "SELECT o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f'), o.entity, coalesce(o.type, 'Observed') "
-        f"FROM visible AS o WHERE {clause}", extra)
-    for obs_id, ts, entity_id, kind in rows:
-        when = format_timestamp(datetime.fromisoformat(ts).replace(tzinfo=timezone.utc))
-        events.append({"id": f"evt-{hashlib.sha256(obs_id.encode()).hexdigest()[:16]}", "event_type": kind,
-                       "event_timestamp": when, "entity_id": entity_id, "field": None, "observation_id": obs_id})
-    low = format_timestamp(after) if after else None
-    high = format_timestamp(before) if before else None
-    from ..format.reduce import _instant
+    return events
 
-    kept = [e for e in events if (event_type is None or e["event_type"] == event_type)
-            and (low is None or _instant(e["event_timestamp"]) >= _instant(low))
-            and (high is None or _instant(e["event_timestamp"]) < _instant(high))]
-    kept.sort(key=lambda e: e["id"])  # stable sorts: event_timestamp DESC, then id
-    kept.sort(key=lambda e: _instant(e["event_timestamp"]), reverse=True)
-    return {"events": kept[offset : offset + limit], "total": len(kept)}
+
+def _naive_utc(moment: datetime | None) -> datetime | None:
+    """A moment as the index's TIMESTAMP columns hold it (UTC, no zone)."""
+    return None if moment is None else moment.astimezone(timezone.utc).replace(tzinfo=None)
 
 
 def _commits_that_matter(scope: ReadScope, entity: str, commits: list[tuple]) -> set[int]:

@@ -60,6 +60,7 @@ class ReadScope:
         self.ceiling = ceiling
         self.include_expired = include_expired
         self._weights: str | None = None
+        self._special: list[Any] | None = None
         self.raised: str | None = None  # a temporary table (row_id, rank) of classifications raised by reclassify
         self.as_indexed = False  # `visible` holds what `entity_snapshots` was reduced over (move_to)
         self.at_commit = ""
@@ -133,6 +134,7 @@ class ReadScope:
             self._overlay(at_commit)
         self.at_commit = at_commit
         self._weights = None
+        self._special = None
         from ..index.stewardship import effective_relation
 
         effective, self.raised, kept = effective_relation(self.con, self.git, at_commit, "visible_all", prefix="scope",
@@ -147,6 +149,16 @@ class ReadScope:
         binding, no ceiling, the default retention."""
         return (not self.tenant and self.ceiling is None and not self.include_expired
                 and self.at_commit == self.indexed_commit)
+
+    def special(self) -> list[Any]:
+        """The special rows of `visible` (merges, retractions and their targets, as `Obs`): every
+        reduction and merge map needs them, so they are read once per scope and commit, however
+        many questions (a page's, a preview's pages) share the scope."""
+        if self._special is None:
+            from ..index.reducer_rows import special_rows
+
+            self._special = special_rows(self.con, "visible")
+        return self._special
 
     def weights(self) -> str:
         """The relation (observation_id, weight, feedback_count) of the feedback this caller

@@ -7,7 +7,6 @@ from typing import Any
 from ..errors import NotFoundError
 from ..format.document import read_document
 from ..format.reduce import merge_map, retracted_ids, survivor
-from ..index.reducer_rows import special_rows
 from .scope import ReadScope
 from .snapshots import snapshot
 
@@ -21,7 +20,7 @@ def show(scope: ReadScope, observation_id: str) -> dict[str, Any]:
     path, blob, commit, author, committed_at, entity, corrects, retracts = row
     document = read_document(path, scope.git.read_blob(blob))
     front = dict(document.front or {})
-    special = special_rows(scope.con, "visible")
+    special = scope.special()
     gone = retracted_ids(special)
     result: dict[str, Any] = {
         "id": observation_id, "path": path, "commit": commit, "author": author, "committed_at": committed_at,

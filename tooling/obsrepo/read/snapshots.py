@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
-from ..index.reducer_rows import CANDIDATES, ROW, all_policies, as_obs, load_policies, special_rows
+from ..index.reducer_rows import CANDIDATES, ROW, all_policies, as_obs, load_policies
 from ..times import format_timestamp
 from .scope import ReadScope
 
@@ -20,7 +20,7 @@ def all_snapshots(scope: ReadScope) -> dict[str, dict[str, Any]]:
     """Every entity's snapshot at the scope's commit, reduced in SQL (`sqlreduce`)."""
     from ..index.sqlreduce import reduce_all
 
-    return reduce_all(scope.con, CANDIDATES.format(relation="visible", where="TRUE"), [], special_rows(scope.con, "visible"),
+    return reduce_all(scope.con, CANDIDATES.format(relation="visible", where="TRUE"), [], scope.special(),
                       all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit)
 
 
@@ -39,7 +39,7 @@ def snapshot(scope: ReadScope, entity: str, as_of: str | None = None, explain: b
 
 def _reduce(scope: ReadScope, entity: str, as_of: str | None, explain: bool) -> dict[str, Any]:
     # merges and retractions are few: read them all, then only the entities that matter
-    special_obs = special_rows(scope.con, "visible")
+    special_obs = scope.special()
     merges = merge_map(special_obs, retracted_ids(special_obs))
     target = survivor(entity, merges)
     if scope.as_indexed and as_of is None and not explain:
