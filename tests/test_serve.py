@@ -18,6 +18,7 @@ from helpers import Repo, Server, comprehension, obs_id, observation
 pytest.importorskip("starlette")
 
 ACME = "company/acme"
+BUSY = "company/busy"
 HOSTILE_BODY = ("Call [now](javascript:alert(1)) or [here](JaVaScRiPt:alert(2)) or <https://example.com/ok>.\n\n"
                 "<script>alert(3)</script>\n\n<img src=x onerror=alert(4)>\n\n"
                 '<a href="javascript:alert(5)" onclick="alert(6)">raw</a>')
@@ -42,7 +43,19 @@ class Demo:
         self.secret = observation(obs_id(4), entity="company/secret", fields={"name": "Hidden"}, tenant={"org": "northwind"},
                                   classification="restricted")
         self.belief = comprehension("comp-acme", [self.first.id], topic="Acme's phone", statement="Acme answers on 123")
-        repo.add(self.first, self.hostile, self.other, self.secret, self.holding, self.belief)
+        # a neighbour's name as another tenant and above the bound server's ceiling tell it: never its to see
+        self.holding_elsewhere = [
+            observation(obs_id(7, "2026-02-14T09:00:00Z"), entity="company/holding", fields={"name": "Holding (contoso)"},
+                        tenant={"org": "contoso"}),
+            observation(obs_id(8, "2026-02-14T10:00:00Z"), entity="company/holding", fields={"name": "Holding (secret)"},
+                        tenant={"org": "northwind"}, classification="restricted")]
+        # a busy entity (another tenant's): more challengers and relations than its page lists, a date field
+        self.busy = [observation(obs_id(20 + n, f"2026-01-{n + 1:02d}T08:00:00Z"), entity=BUSY,
+                                 fields={"stage": f"stage {n}", "due": f"2026-03-{n + 1:02d}"}, tenant={"org": "contoso"},
+                                 relations=[{"type": "REFERS_TO", "target": f"company/part-{n}-{k}"} for k in range(5)])
+                     for n in range(12)]
+        repo.add(self.first, self.hostile, self.other, self.secret, self.holding, self.belief, *self.holding_elsewhere,
+                 *self.busy)
         self.base = repo.commit("base")
         self.change = observation(obs_id(5), entity=ACME, fields={"phone": "456"}, specificity=0.5, scope=["task/1"],
                                   tenant={"org": "northwind"}, type="company.phone", source="agent/web")
@@ -225,6 +238,46 @@ def test_the_entity_page_shows_the_neighbourhood_and_the_comprehension_page_the_
     assert server.json(f"/comprehension/comp-acme.json?at={demo.base}")["version"] == 1
     assert server.json("/comprehension/comp-nowhere.json", 404)["error"]["code"] == "REF_NOT_FOUND"
     assert f'href="/comprehension/comp-acme?at={demo.head}"' in server.get(f"/diff/{demo.base}..{demo.head}")[2]
+
+
+def test_a_busy_entity_page_lists_the_strongest_challengers_and_counts_the_rest(demo, server):
+    body = server.get(f"/entity/{BUSY}")[2]
+    stage = body.split("<h3>stage</h3>", 1)[1].split("</table>", 1)[0]
+    # strongest first: the latest wins, the nine latest losers follow; two weaker ones are counted
+    assert [n for n in range(12) if f"stage {n}</td>" in stage] == list(range(2, 12))
+    assert "and 2 more weaker challengers" in stage and f'<a href="/entity/{BUSY}.json">' in stage
+    relations = body.split("<h2>Relations</h2>", 1)[1].split("</table>", 1)[0]
+    assert relations.count("REFERS_TO") == 50 and "and 10 more relations" in relations
+    twin = server.json(f"/entity/{BUSY}.json")  # the twin holds every one, as the command line does
+    assert len(twin["snapshot"]["explain"]["stage"]) == 12 and twin["relations"]["total"] == 60
+    assert twin["neighbourhood"]["total_entities"] == 60 and len(twin["neighbourhood"]["entities"]) == 24
+
+
+def test_the_timeline_pages_in_order_with_date_fields_among_observations(demo, server):
+    whole = cli_json(demo.repo, "timeline", "--entity", BUSY)
+    assert whole["total"] == 13 and [e["field"] for e in whole["events"]][:2] == ["due", None]  # due 2026-03-12 first
+    instants = [e["event_timestamp"] for e in whole["events"]]
+    assert instants == sorted(instants, reverse=True)
+    for offset, limit in ((0, 5), (3, 4), (11, 5), (13, 1)):
+        page = cli_json(demo.repo, "timeline", "--entity", BUSY, "--offset", str(offset), "--limit", str(limit))
+        assert page == {"events": whole["events"][offset : offset + limit], "total": 13}, (offset, limit)
+    narrowed = cli_json(demo.repo, "timeline", "--entity", BUSY, "--after", "2026-01-05", "--before", "2026-01-08T08:00:00Z")
+    assert [e["event_timestamp"] for e in narrowed["events"]] == ["2026-01-07T08:00:00Z", "2026-01-06T08:00:00Z",
+                                                                  "2026-01-05T08:00:00Z"]
+    assert cli_json(demo.repo, "timeline", "--entity", BUSY, "--event-type", "Due")["total"] == 1
+    assert server.json(f"/entity/{BUSY}.json")["timeline"] == cli_json(demo.repo, "timeline", "--entity", BUSY, "--limit", "100")
+
+
+def test_a_bound_server_sees_its_own_rows_of_a_neighbour(demo, server, bound):
+    # the unbound server may read a neighbour from the index's own snapshots: every tenant's rows
+    shown = {e["entity_id"]: e for e in server.json(f"/entity/{ACME}.json")["neighbourhood"]["entities"]}
+    assert shown["company/holding"]["snapshot"] == {"name": "Holding (secret)"}
+    assert shown["company/holding"]["observation_count"] == 3
+    # a bound server (a tenant, a ceiling) reduces its own rows of it, never the stored snapshot
+    shown = {e["entity_id"]: e for e in bound.json(f"/entity/{ACME}.json")["neighbourhood"]["entities"]}
+    assert shown["company/holding"]["snapshot"] == {"name": "Holding"}
+    assert shown["company/holding"]["observation_count"] == 1
+    assert "Holding (" not in bound.get(f"/entity/{ACME}")[2]
 
 
 def test_a_bound_server_hides_a_belief_citing_what_it_cannot_read(demo, make_module_repo):

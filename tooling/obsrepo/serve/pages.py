@@ -47,7 +47,11 @@ QUERY_NAMES = {"text": "q", "scopes": "scope", "observation_id": "id", "comprehe
 TIMELINE_LIMIT = 100
 RECENT = 10
 NEIGHBOURHOOD_HOPS = 2
-NEIGHBOURS_SHOWN = 24  # the first by id: each one listed is a reduction (a busy entity reaches hundreds)
+NEIGHBOURS_SHOWN = 24  # the first by id (a busy entity reaches hundreds)
+# what the entity page lists of a long list (a busy entity's fields have thousands of candidates,
+# 880 KB of page, and its relations hundreds): the first, in the answer's order (a field's
+# strongest candidates first); the rest are counted, and every one is in the JSON twin
+SHOWN = {"challengers": 10, "relations": 50}
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ def entity(session: Session, ask: Ask) -> Answer:
                    "neighbourhood": run(session, Related(name, hops=NEIGHBOURHOOD_HOPS, at=ask.at,
                                                          limit=NEIGHBOURS_SHOWN)).to_json(),
                    "timeline": run(session, Timeline(entity=name, limit=TIMELINE_LIMIT, at=ask.at)).to_json()}
-    return Answer("entity.html", answers, answers)
+    return Answer("entity.html", {**answers, "shown": SHOWN}, answers)
 
 
 def history(session: Session, ask: Ask) -> Answer:
