@@ -1,9 +1,10 @@
 """The session memory block (`obsrepo recall`, the MCP tool and prompt `recall`, docs/design.md §15):
 byte-stable, within its budget, every fact cited, nothing of another tenant or above the ceiling.
 
-Three repositories are built once for the module: `crowded` (northwind's and globex's rows),
+Four repositories are built once for the module: `crowded` (northwind's and globex's rows),
 `reversed` (the same files written in the opposite order: the same commit, another index row
-order) and `alone` (northwind's rows only)."""
+order), `alone` (northwind's rows only) and `expiring` (northwind's rows under a retention
+policy that expires the confidential one)."""
 
 from __future__ import annotations
 
@@ -37,12 +38,15 @@ GLOBEX = [
                 fields={"status": "globex-view"}, scope=["crm"]),
     comprehension("comp-mixed", ["obs-20260211-090000-0002", "obs-20260214-090000-0006"], statement="globex belief"),
 ]
+EXPIRING = "spec: retention/v1\npolicies:\n  - {classification: confidential, ttl: 1d}\n"
 CITATION = re.compile(r"(obs-[0-9a-z-]+)@([0-9a-f]{12})\b")
 
 
-def built(make: Callable[..., Repo], name: str, docs: list[Doc]) -> Repo:
+def built(make: Callable[..., Repo], name: str, docs: list[Doc], retention: str | None = None) -> Repo:
     repo = make(name)
     repo.add(*docs)
+    if retention is not None:
+        repo.write("schemas/retention.yaml", retention)
     repo.commit("observations")
     return repo
 
@@ -51,7 +55,8 @@ def built(make: Callable[..., Repo], name: str, docs: list[Doc]) -> Repo:
 def repos(make_module_repo: Callable[..., Repo]) -> dict[str, Repo]:
     return {"crowded": built(make_module_repo, "crowded", NORTHWIND + GLOBEX),
             "reversed": built(make_module_repo, "reversed", list(reversed(NORTHWIND + GLOBEX))),
-            "alone": built(make_module_repo, "alone", NORTHWIND)}
+            "alone": built(make_module_repo, "alone", NORTHWIND),
+            "expiring": built(make_module_repo, "expiring", NORTHWIND, retention=EXPIRING)}
 
 
 def recall(repo: Repo, *args: str, code: int = 0) -> str:
@@ -142,6 +147,28 @@ def test_nothing_above_the_ceiling_is_recalled(repos):
     internal = recall(repo, "--entity", "invoice/inv-1", "--text", "paid", "--max-classification", "internal")
     assert "obs-20260212-090000-0003" not in internal
     assert '- status: "issued" — obs-20260209-090000-0004@' in internal
+
+
+def fields_of(page: dict[str, Any], entity: str) -> dict[str, tuple[Any, str]]:
+    (found,) = [e for e in page["entities"] if e["entity_id"] == entity]
+    return {f["field"]: (f["value"], f["observation_id"]) for f in found["fields"]}
+
+
+def test_snapshots_come_from_the_index_only_when_the_caller_is_shown_every_row(repos):
+    """The index's stored snapshots were reduced from every tenant's rows at the indexed commit:
+    a caller from whom anything is withheld (a binding, a ceiling, an expired row) gets its
+    entities reduced from the rows it sees."""
+    crowded, expiring = repos["crowded"], repos["expiring"]
+    # nothing withheld: the stored snapshot, every tenant's latest (globex's view of acme)
+    assert fields_of(as_json(crowded, "--entity", "company/acme"), "company/acme")["status"] == \
+        ("globex-view", "obs-20260214-090000-0006")
+    bound = as_json(crowded, "--entity", "company/acme", "--tenant", "org=northwind")
+    assert fields_of(bound, "company/acme")["status"] == ("customer", "obs-20260211-090000-0002")
+    # invoice/inv-1's stored status is "paid", by the confidential obs-…-0003
+    ceilinged = as_json(crowded, "--entity", "invoice/inv-1", "--max-classification", "internal")
+    assert fields_of(ceilinged, "invoice/inv-1")["status"] == ("issued", "obs-20260209-090000-0004")
+    expired = as_json(expiring, "--entity", "invoice/inv-1")
+    assert fields_of(expired, "invoice/inv-1")["status"] == ("issued", "obs-20260209-090000-0004")
 
 
 def test_the_mcp_tool_and_prompt_answer_as_the_command_line(repos):
