@@ -231,6 +231,7 @@ def test_scores_are_rounded_as_python_rounds():
     rng = random.Random(5)
     values = [rng.random() * rng.choice([1, 3, 1000]) for _ in range(20_000)]
     values += [n / 2e6 for n in range(0, 40_000, 7)] + [(n + 0.5) / 1e6 for n in range(0, 20_000, 3)]
-    values += [0.0, -0.0, 1.0, 0.1234565, 2.5e-7, 0.9999995]
+    values += [0.0, -0.0, 1.0, 0.1234565, 2.5e-7, 0.9999995, -1e-7, -0.0000015, -2.5e-7, 0.5e-6]
+    values += [rng.randrange(1, 10**7) / 10**rng.randrange(6, 9) * rng.choice([1, -1]) for _ in range(20_000)]
     rounded = round6(np.asarray(values, dtype=np.float64))
-    assert [float(r) for r in rounded] == [round(v, 6) for v in values]
+    assert [repr(float(r)) for r in rounded] == [repr(round(v, 6)) for v in values]  # -0.0 as well

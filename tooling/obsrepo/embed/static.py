@@ -30,7 +30,6 @@ class StaticTable:
     tokens' rows), as model2vec's `StaticModel.encode(texts)` returns it."""
 
     def __init__(self, folder: str) -> None:
-        import numpy as np
         from tokenizers import Tokenizer
 
         with open(f"{folder}/config.json", encoding="utf-8") as handle:
@@ -44,10 +43,10 @@ class StaticTable:
         if self.embedding.ndim != 2:
             raise ValueError(f"the embeddings are not a matrix (shape {list(self.embedding.shape)})")
         self.tokenizer = Tokenizer.from_file(f"{folder}/tokenizer.json")
-        vocabulary = self.tokenizer.get_vocab()
-        if self.mapping is None and len(self.embedding) != len(vocabulary):
-            raise ValueError(f"{len(vocabulary)} tokens but {len(self.embedding)} vectors")
-        self.median_token_length = int(np.median([len(token) for token in vocabulary]))
+        self.tokens = self.tokenizer.get_vocab_size()  # the vocabulary's size, without making it (a dict)
+        if self.mapping is None and len(self.embedding) != self.tokens:
+            raise ValueError(f"{self.tokens} tokens but {len(self.embedding)} vectors")
+        self._median_token_length: int | None = None
         self.unknown = _unknown_token_id(self.tokenizer)
         self.normalize = bool(config.get("normalize", False))
         self.max_length = config.get("max_length", DEFAULT_MAX_LENGTH)
@@ -64,10 +63,22 @@ class StaticTable:
     def dim(self) -> int:
         return int(self.embedding.shape[1])
 
+    @property
+    def median_token_length(self) -> int:
+        """The median of the tokens' lengths (the library cuts a text at `max_length` times it),
+        made when first needed: the vocabulary as a dict costs more than the rest of the load."""
+        if self._median_token_length is None:
+            import numpy as np
+
+            self._median_token_length = int(np.median([len(token) for token in self.tokenizer.get_vocab()]))
+        return self._median_token_length
+
     def encode(self, texts: Sequence[str]) -> Any:
         import numpy as np
 
-        if self.max_length is not None:
+        # a vocabulary of 3 tokens or more has a median length of 1 or more (one token at most is
+        # empty): a text of at most `max_length` characters is then never cut
+        if self.max_length is not None and (self.tokens < 3 or any(len(text) > self.max_length for text in texts)):
             cut = self.max_length * self.median_token_length
             texts = [text[:cut] for text in texts]
         encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import missing_extra
-from .bm25 import bm25
+from .bm25 import among, bm25
 from .scope import ReadScope
 
 RRF_K = 60
@@ -107,16 +107,31 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
 
 
 def round6(values: Any) -> Any:
-    """Python's `round(x, 6)` of each value, as arrays: `rint(x·10⁶)/10⁶` is that value except
-    where x·10⁶, rounded to a double, lies next to a half (its rounding may then differ from
-    that of the exact product): those few take Python's own rounding."""
+    """Python's `round(x, 6)` of each value, as arrays. Python rounds x's exact value (halves
+    to even); `x·10⁶` rounded to a double can land on a half, or on the other side of one, so
+    the product's exact error (Dekker's two-product, in doubles) says where the exact product
+    lies; `k/10⁶` is then the double Python gives (both the nearest to that decimal). The
+    sign is x's: -0.0 stays -0.0."""
     import numpy as np
 
     scaled = values * 1e6
-    rounded = np.rint(scaled) / 1e6
-    for i in np.flatnonzero(np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6).tolist():
-        rounded[i] = round(float(values[i]), 6)
-    return rounded
+    error = _product_error(values, 1e6, scaled)
+    whole = np.floor(scaled)
+    above = scaled - whole - 0.5  # exact below 2⁵²; a nonzero one outweighs the error
+    up = (above > 0) | ((above == 0) & ((error > 0) | ((error == 0) & (np.fmod(whole, 2) != 0))))
+    return np.copysign(np.where(up, whole + 1, whole) / 1e6, values)
+
+
+def _product_error(a: Any, b: float, product: Any) -> Any:
+    """`a·b − product` exactly (Dekker: each factor split into halves of 26 bits)."""
+    def halves(x: Any) -> tuple[Any, Any]:
+        c = 134217729.0 * x  # 2²⁷ + 1
+        high = c - (c - x)
+        return high, x - high
+
+    a_high, a_low = halves(a)
+    b_high, b_low = halves(b)
+    return ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
 
 
 def _order_and_weights(scope: ReadScope, row_ids: Any, order: str, weighted: bool) -> tuple[Any, Any]:
@@ -202,7 +217,7 @@ class _Vectors:
         query = self.query.astype(np.float64)
         query_norm = float(np.linalg.norm(query))
         for ids, slots, segment in self.rows:
-            hit = np.isin(ids, row_ids, assume_unique=True)
+            hit = among(row_ids, ids)
             if not hit.any():
                 continue
             matrix = segment.matrix[slots[hit]].astype(np.float64)
