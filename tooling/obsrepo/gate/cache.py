@@ -8,8 +8,10 @@ valid document's full record (what the index stores), read only by the index and
 written when new records came. Entries used by the run are kept, and the others too while
 they are fewer than twice as many (the index's history and check's tree overlap; a file
 never grows without bound). A file is a header and parts, each a marshalled dict of entries:
-the workers of a parallel build marshal their own, which are written out unopened. A missing,
-unreadable, truncated or foreign cache file is simply ignored.
+the workers of a parallel build marshal their own, which are written out unopened. An analysis
+is kept marshalled by itself (bytes, unpacked when asked for; a part from elsewhere may hold
+them unpacked): a loaded cache of a million documents is half a gigabyte of bytes rather than
+four of lists and dicts. A missing, unreadable, truncated or foreign cache file is simply ignored.
 """
 
 from __future__ import annotations
@@ -158,11 +160,11 @@ def entry_key(path: str, sha: str) -> str:
 
 
 class AnalysisCache:
-    def __init__(self, file: Path | None, entries: dict[str, list] | None, digest: str) -> None:
+    def __init__(self, file: Path | None, entries: dict[str, bytes | list] | None, digest: str) -> None:
         self.file = file
         self._entries = entries  # None: not read yet (a build served by records alone never reads it)
         self.digest = digest
-        self.used: dict[str, list] = {}
+        self.used: dict[str, bytes | list] = {}
         self.dirty = False
         self.missed = 0  # documents asked for and not found: read and analysed by the caller
         self._records: dict[str, Any] | None = None  # loaded on first use
@@ -187,7 +189,7 @@ class AnalysisCache:
         return cls(file, None, rules_digest())
 
     @property
-    def entries(self) -> dict[str, list]:
+    def entries(self) -> dict[str, bytes | list]:
         if self._entries is None:
             self._entries = load_entries(self.file, self.digest) if self.file is not None else {}
         return self._entries
@@ -203,8 +205,8 @@ class AnalysisCache:
             self.missed += 1
             return None
         try:
-            analysis = Analysis.from_cache(path, row)
-        except (TypeError, ValueError):
+            analysis = Analysis.from_cache(path, marshal.loads(row) if isinstance(row, bytes) else row)
+        except (TypeError, ValueError, EOFError):
             self.missed += 1
             return None
         self.used[key] = row
@@ -236,7 +238,7 @@ class AnalysisCache:
     def put_row(self, path: str, sha: str, row: list, record: dict[str, Any] | None = None) -> None:
         """`row` from `Analysis.to_cache`, `record` from `Analysis.record_to_cache`."""
         key = entry_key(path, sha)
-        self.used[key] = row
+        self.used[key] = marshal.dumps(row)
         if record is not None:
             self.new_records[key] = record
         self.dirty = True

@@ -97,14 +97,14 @@ def _documents(source: Source, cache: AnalysisCache, progress: Callable[[int, in
     todo: list[Listed] = []
     for item, hit in through_cache(source, cache, todo):
         yield item, hit, False
-    rows: dict[str, list] = {}
+    rows: dict[str, bytes] = {}
     records: dict[str, Any] = {}
     for item, analysis, record in analyzed(source, todo, progress):
         yield item, analysis, True
         if cache.file is None:
             continue
         key = entry_key(item.path, item.sha)
-        rows[key] = analysis.to_cache()
+        rows[key] = marshal.dumps(analysis.to_cache())  # kept marshalled (see `cache.py`)
         if record is not None:
             records[key] = record
         if len(rows) >= PART:
