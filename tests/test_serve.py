@@ -65,6 +65,12 @@ class Demo:
                                            "update_reasoning": "a more specific reading", "observations_used": [obs_id(5)]})
         repo.add(self.change, revised)
         self.head = repo.commit("phone")
+        # a commit off the indexed chain (a pull request not checked out): pages read it through an overlay
+        repo.git("checkout", "-q", "-b", "side")
+        repo.add(observation(obs_id(9, "2026-02-15T09:00:00Z"), entity="company/holding", fields={"name": "Holding (side)"},
+                             tenant={"org": "northwind"}))
+        self.side = repo.commit("side")
+        repo.git("checkout", "-q", "-")
 
 
 @pytest.fixture(scope="module")
@@ -278,6 +284,10 @@ def test_a_bound_server_sees_its_own_rows_of_a_neighbour(demo, server, bound):
     assert shown["company/holding"]["snapshot"] == {"name": "Holding"}
     assert shown["company/holding"]["observation_count"] == 1
     assert "Holding (" not in bound.get(f"/entity/{ACME}")[2]
+    # at a commit that patches the indexed one, a neighbour the patch touches is reduced again
+    shown = {e["entity_id"]: e for e in server.json(f"/entity/{ACME}.json?at={demo.side}")["neighbourhood"]["entities"]}
+    assert shown["company/holding"]["snapshot"] == {"name": "Holding (side)"}
+    assert shown["company/holding"]["observation_count"] == 4
 
 
 def test_a_bound_server_hides_a_belief_citing_what_it_cannot_read(demo, make_module_repo):

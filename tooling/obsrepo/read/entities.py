@@ -26,11 +26,13 @@ IDENTIFYING_FIELDS = ("name", "legal_name", "email", "title", "display_name", "u
 
 
 def _summaries(scope: ReadScope, entity_ids: list[str]) -> list[dict[str, Any]]:
-    """Summaries of a page of entities: the index's own snapshots when `visible` is exactly what
-    they were reduced from (nothing withheld: no binding, ceiling, draft or expiry), else a few
-    reduced one by one, more at once in SQL (only their own rows, and those of the entities
-    merged into them). The same answers either way, only the cost differs."""
-    stored = _stored_summaries(scope, entity_ids) if entity_ids and scope.as_indexed else {}
+    """Summaries of a page of entities: the index's own snapshots where they are this scope's
+    (nothing withheld: no binding, ceiling, draft or expiry; the indexed commit, or a commit that
+    patches it and leaves these entities' rows alone), else a few reduced one by one, more at
+    once in SQL (only their own rows, and those of the entities merged into them). The same
+    answers either way, only the cost differs."""
+    fresh = scope.stored_fresh(entity_ids)
+    stored = _stored_summaries(scope, fresh) if fresh else {}
     missing = [e for e in entity_ids if e not in stored]
     reduced = _reduce_many(scope, missing) if len(missing) > 8 else {}
     snaps = {e: reduced.get(e) or _snapshot_or_empty(scope, e) for e in missing}

@@ -30,6 +30,7 @@ from ..gitstore import Git
 TENANT_COLUMNS = {"org": "tenant_org", "project": "tenant_project", "agent": "tenant_agent", "user": "tenant_user"}
 # stored tables keyed by an observation's row id, without tenant columns of their own
 _BY_ROW_ID = ("obs_terms", "obs_doclen", "obs_texts")
+_UNKNOWN = object()
 
 
 def literal(value: str) -> str:
@@ -61,6 +62,9 @@ class ReadScope:
         self.include_expired = include_expired
         self._weights: str | None = None
         self._special: list[Any] | None = None
+        self._patched: int | None = None  # the chain position an overlay patches (off-chain commits)
+        self._kept = False  # stewardship withholds nothing here (move_to)
+        self._stale: Any = _UNKNOWN  # the entities whose stored snapshot may not be this commit's (None: every one)
         self.raised: str | None = None  # a temporary table (row_id, rank) of classifications raised by reclassify
         self.as_indexed = False  # `visible` holds what `entity_snapshots` was reduced over (move_to)
         self.at_commit = ""
@@ -124,6 +128,7 @@ class ReadScope:
         if at_commit == self.at_commit:
             return
         seq_row = self.remember(("seq", at_commit), lambda: self.one("SELECT seq FROM commits WHERE sha = ?", [at_commit]))
+        self._patched = None
         if seq_row is not None and self.drafts and at_commit == self.indexed_commit:
             self._with_drafts(int(seq_row[0]))
         elif seq_row is not None:
@@ -131,16 +136,18 @@ class ReadScope:
             self._views(f"SELECT * FROM obs_versions WHERE added_seq <= {seq} AND removed_seq > {seq}",
                         "obs_terms", "obs_doclen", "obs_records")
         else:
-            self._overlay(at_commit)
+            self._patched = self._overlay(at_commit)
         self.at_commit = at_commit
         self._weights = None
         self._special = None
+        self._stale = _UNKNOWN
         from ..index.stewardship import effective_relation
 
         effective, self.raised, kept = effective_relation(self.con, self.git, at_commit, "visible_all", prefix="scope",
                                                           ceiling=self.ceiling, include_expired=self.include_expired)
         # what the index's own tables were reduced over: the indexed commit, every tenant, every row
         self.as_indexed = kept and not self.tenant and not self.drafts and at_commit == self.indexed_commit
+        self._kept = kept
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW visible AS {effective}")
 
     @property
@@ -159,6 +166,42 @@ class ReadScope:
 
             self._special = special_rows(self.con, "visible")
         return self._special
+
+    def stored_fresh(self, entities: list[str]) -> list[str]:
+        """Those of `entities` whose row of the index's own `entity_snapshots` is their snapshot
+        here: all of them where `as_indexed`; at a commit off the chain that patches the indexed
+        commit (a pull request's head) with nothing withheld, those whose rows the patch leaves
+        alone, when it changes no merge, retraction or entity schema; else none."""
+        if self.as_indexed:
+            return list(entities)
+        if not self._kept or self.tenant or self.drafts or self._patched is None:
+            return []
+        if self._stale is _UNKNOWN:
+            self._stale = self._patched_entities()
+        if self._stale is None:
+            return []
+        return [e for e in entities if e not in self._stale]
+
+    def _patched_entities(self) -> frozenset[str] | None:
+        """The survivors whose rows an overlay on the indexed commit adds or removes; None (every
+        entity) when the patch is not on the indexed commit or changes more than rows (a special
+        row: a merge, a retraction; an entity schema)."""
+        from ..format.reduce import merge_map, retracted_ids, survivor
+
+        indexed = self.remember(("seq", self.indexed_commit),
+                                lambda: self.one("SELECT seq FROM commits WHERE sha = ?", [self.indexed_commit]))
+        if indexed is None or self._patched != int(indexed[0]):
+            return None
+        seq = self._patched
+        old = (f"SELECT entity, special FROM obs_versions WHERE added_seq <= {seq} AND removed_seq > {seq} "
+               "AND path IN (SELECT path FROM overlay_removed)")
+        touched = self.rows(f"SELECT entity, special FROM overlay_obs UNION ALL {old}")
+        schemas = self.git.run("diff", "--name-only", self.indexed_commit, self.at_commit, "--", "schemas/entities")
+        if any(special for _, special in touched) or schemas.strip():
+            return None
+        special = self.special()
+        merges = merge_map(special, retracted_ids(special))
+        return frozenset(survivor(entity, merges) for entity, _ in touched if entity is not None)
 
     def weights(self) -> str:
         """The relation (observation_id, weight, feedback_count) of the feedback this caller
@@ -199,8 +242,9 @@ class ReadScope:
             f"SELECT row_id, {RECORD_COLUMNS} FROM obs_records UNION ALL "
             f"SELECT row_id, {RECORD_COLUMNS} FROM watch_overlay.overlay_obs WHERE {tenant_clause(self.tenant)}")
 
-    def _overlay(self, at_commit: str) -> None:
-        """A commit off the indexed chain: the nearest chain commit, patched with `git diff`."""
+    def _overlay(self, at_commit: str) -> int | None:
+        """A commit off the indexed chain: the nearest chain commit, patched with `git diff`;
+        returns that commit's chain position (None: no chain commit, every row is the overlay's)."""
         from .overlay import build_overlay
 
         seq = build_overlay(self.con, self.git, self.indexed_commit, at_commit)
@@ -209,7 +253,7 @@ class ReadScope:
         if seq is None:
             self._views(mine, f"SELECT * FROM overlay_terms WHERE {overlay_ids}",
                         f"SELECT * FROM overlay_doclen WHERE {overlay_ids}", "SELECT * FROM visible_all")
-            return
+            return None
         from ..index.schema import RECORD_COLUMNS
 
         self._views(
@@ -219,3 +263,4 @@ class ReadScope:
             f"SELECT * FROM obs_doclen UNION ALL SELECT * FROM overlay_doclen WHERE {overlay_ids}",
             f"SELECT row_id, {RECORD_COLUMNS} FROM obs_records UNION ALL "
             f"SELECT row_id, {RECORD_COLUMNS} FROM overlay_obs WHERE {overlay_ids}")
+        return seq
