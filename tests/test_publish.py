@@ -43,7 +43,7 @@ def open_catalog(repo: Repo) -> Any:
 
 def build_history(repo: Repo, tmp_path: Path) -> list[str]:
     """Three commits: acme and a relation; a correction of acme's name and a second entity; the
-    retraction of the first observation. Published after each; the commits' shas."""
+    retraction of the first observation and a policy. Published after each; the commits' shas."""
     catalog_env(repo, tmp_path / "catalog")
     first = observation(obs_id(1), entity=ACME, fields={"name": "Acme", "size": 3},
                         relations=[{"type": "PART_OF", "target": "company/group"}])
@@ -55,6 +55,8 @@ def build_history(repo: Repo, tmp_path: Path) -> list[str]:
     shas.append(repo.commit("two"))
     assert publish(repo)["first_seq"] == 2
     repo.add(observation(obs_id(4), retracts=[first.id]))
+    # a policy changes with it: every entity's snapshot is reduced again at this commit
+    repo.write("schemas/entities/company.yaml", "spec: entity-schema/v1\ntype: company\nfields:\n  name: {policy: last_write}\n")
     shas.append(repo.commit("three"))
     answer = publish(repo)
     assert (answer["first_seq"], answer["last_seq"], answer["rows"]["observation_removals"]) == (3, 3, 1)

@@ -10,6 +10,7 @@ rebased. Sequence numbers continue after the highest published one, so none is e
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InputError
+from ..format.reduce import survivor
 from .registry import operation
 from .session import Session
 from .values import Ceiling
@@ -130,7 +132,8 @@ _LOCAL_ORIGIN = re.compile(r"^(?:file:|[~./\\]|[a-zA-Z]:[\\/])")
 
 def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain: list[Any]) -> PublicationRows:
     """Each new commit's state is compared with the one before; the rows are gathered for all
-    of them and each table's are read once at the end, not once per commit."""
+    of them and each table's are read once at the end, not once per commit, and the snapshots
+    the commits changed are reduced together (`Snapshots`)."""
     from ..read import publication as read
 
     if decided.base is None:
@@ -138,6 +141,7 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     else:
         scope.move_to(decided.base)
         before = read.state(scope)
+    base = before
     parents = {c.sha: (chain[i - 1].sha if i else None) for i, c in enumerate(chain)}
     indexed = {sha for (sha,) in scope.rows("SELECT sha FROM commits")}
     published_at = datetime.now(timezone.utc).replace(tzinfo=None)
@@ -145,8 +149,8 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     stored_rows: dict[int, list[int]] = {}  # seq → row ids of what appears, read from the index at the end
     raised_parts: list[dict[str, Any]] = []  # what appears where a classification is raised, read at its commit
     gone_rows: list[tuple[int, str, str]] = []
-    changed_rows: list[tuple[int, str, Any]] = []
     commit_rows: list[Any] = []
+    snapshots = Snapshots(scope)
     for offset, commit in enumerate(new):
         seq = decided.first_seq + offset
         scope.move_to(commit.sha)
@@ -154,57 +158,132 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
         reason_gone = read.REBASED if decided.rebased and offset == 0 else read.WITHHELD
         gone = {i: read.RETRACTED if i in after.retracted else reason_gone for i in before.ids - after.ids}
         withheld.update(i for i, reason in gone.items() if reason == read.WITHHELD)
-        changed = _changed_snapshots(scope, before, after, parents[commit.sha] if offset else decided.base)
+        snapshots.ask(seq, after, read.touched(before, after), stored=commit.sha in indexed)
         appeared = after.ids - before.ids
         if scope.raised is None and commit.sha in indexed:
             stored_rows[seq] = [row_id for i in appeared for row_id in after.row_ids[i]]
         else:
             raised_parts.append(read.visible_additions(scope, repo, seq, appeared))
         gone_rows.extend((seq, i, reason) for i, reason in gone.items())
-        changed_rows.extend((seq, entity, snap) for entity, snap in changed.items())
         commit_rows.append(_commit_row(repo, seq, commit, parents[commit.sha], published_at))
         seqs.append(seq)
         before = after
+    if decided.base is not None:  # what the published head held of the entities the new commits reduce
+        scope.move_to(decided.base)
+        snapshots.ask(decided.first_seq - 1, base, snapshots.every_asked(), stored=decided.base in indexed)
     erased = withheld - before.ids
     parts: dict[str, list[Any]] = {name: [] for name in TABLES}
     for added in (read.additions(scope, repo, stored_rows), *raised_parts):
         for name, table in added.items():
             parts[name].append(table)
     parts["observation_removals"].append(read.removals(repo, gone_rows))
-    parts["entity_snapshots"].append(read.snapshots(repo, changed_rows))
+    parts["entity_snapshots"].append(read.snapshots(repo, snapshots.changed(seqs, decided.first_seq - 1)))
     parts["commits"] = commit_rows
     tables = {name: _without(name, _concat(name, tables), erased) for name, tables in parts.items()}
     return PublicationRows(repo, rev, "publish", tuple(seqs), tables, decided.rebased, tuple(sorted(erased)))
 
 
-def _changed_snapshots(scope: Any, before: Any, after: Any, previous: str | None) -> dict[str, Any]:
-    """The entities whose snapshot differs between `before` (the state of `previous`, the
-    commit before) and `after` (the scope's commit), with their snapshot after; `after`
-    keeps what it learnt. A snapshot `before` does not know yet is reduced at `previous`."""
-    from ..read import publication as read
+class Snapshots:
+    """The entities' snapshots at each published seq, reduced together rather than commit by
+    commit: each commit names the entities it touches (every one when the entity schemas
+    changed) and their families' rows as `visible` holds them there go to one table, keyed by
+    the entity's survivor and the seq (`entity` + U+001F + seq, so one reduction keeps every
+    seq's apart); all of them are reduced in one statement per set of entity schemas, a
+    few million rows at a time. A snapshot no commit touches stays as it was, so comparing
+    each seq's reductions with the latest before them gives the rows of `entity_snapshots`."""
 
-    entities = read.touched(before, after)
-    after.snapshots = read.snapshots_of(scope, after, entities)
-    after.complete = entities is None
-    if entities is None:
-        entities = set(after.snapshots)
-    if not before.complete and (after.complete or entities - before.snapshots.keys()):
-        here = scope.at_commit
-        scope.move_to(previous)
-        before.snapshots.update(read.snapshots_of(scope, before, None if after.complete else entities - before.snapshots.keys()))
-        scope.move_to(here)
-    if after.complete:
-        entities |= {e for e, snap in before.snapshots.items() if snap is not read.ABSENT}
-        after.snapshots.update({e: read.ABSENT for e in entities - after.snapshots.keys()})
-    else:
-        after.snapshots = {**before.snapshots, **after.snapshots}
-        after.complete = before.complete
-    changed = {}
-    for entity in entities:
-        old, new = before.snapshots.get(entity), after.snapshots.get(entity)
-        if old != new:
-            changed[entity] = ("{}", "{}", True, None) if new is read.ABSENT else new
-    return changed
+    BATCH = 500_000  # candidate rows reduced in one statement: ~0.3 GB of DuckDB memory at its peak
+
+    def __init__(self, scope: Any) -> None:
+        self.scope = scope
+        self.asked: dict[int, set[str] | None] = {}  # seq → the entities it reduces (None: every one)
+        self.merges: dict[int, dict[str, str]] = {}
+        self.schemas: dict[int, str] = {}  # seq → the commit whose entity schemas (policies) apply
+        self.known: dict[int, dict[str, Any]] = {}  # seq → entity → its snapshot (read.Snapshot, or ABSENT)
+        self.pending = 0
+        scope.con.execute("CREATE OR REPLACE TEMP TABLE publication_candidates (seq INTEGER, eid VARCHAR, row_id BIGINT)")
+
+    def ask(self, seq: int, st: Any, entities: set[str] | None, *, stored: bool) -> None:
+        """The snapshots of `entities` at the scope's commit, whose state is `st`: their rows
+        now, reduced later; reduced now where `visible` is not the index's stored rows."""
+        from ..read import publication as read
+
+        self.asked[seq], self.merges[seq] = entities, st.merges
+        if not stored:
+            self.known[seq] = read.snapshots_of(self.scope, st, entities)
+            return
+        if entities is None:
+            where, params = "TRUE", []
+        else:
+            survivors = {survivor(e, st.merges) for e in entities}
+            family = survivors | {e for e in st.merges if survivor(e, st.merges) in survivors} | entities
+            where, params = "v.entity IN (SELECT unnest(?::VARCHAR[]))", [sorted(family)]
+        merged = sorted(st.merges)
+        (count,) = self.scope.one(
+            "INSERT INTO publication_candidates SELECT ?::INTEGER, coalesce(m.survivor, v.entity) || chr(31) || ?, v.row_id "
+            "FROM visible AS v LEFT JOIN (SELECT unnest(?::VARCHAR[]) AS entity, unnest(?::VARCHAR[]) AS survivor) AS m "
+            f"ON m.entity = v.entity WHERE v.entity IS NOT NULL AND {where} AND v.id NOT IN (SELECT unnest(?::VARCHAR[]))",
+            [seq, str(seq), merged, [survivor(e, st.merges) for e in merged], *params, sorted(st.retracted)])
+        self.schemas[seq] = self.scope.at_commit
+        self.pending += count
+        if self.pending >= self.BATCH:
+            self._reduce()
+
+    def every_asked(self) -> set[str] | None:
+        asked = list(self.asked.values())
+        return None if None in asked else set().union(*asked)  # type: ignore[arg-type]
+
+    def changed(self, seqs: list[int], base: int) -> list[tuple[int, str, Any]]:
+        """(seq, entity, snapshot from that seq on) wherever an entity's snapshot changes."""
+        from ..read import publication as read
+
+        self._reduce()
+        current = dict(self.known.get(base, {}))  # the published head's (a first publication: none)
+        rows = []
+        for seq in seqs:
+            got, asked = self.known[seq], self.asked[seq]
+            entities = asked if asked is not None else got.keys() | {e for e, s in current.items() if s is not read.ABSENT}
+            for entity in entities:
+                old, new = current.get(entity, read.ABSENT), got.get(entity, read.ABSENT)
+                if old != new:
+                    rows.append((seq, entity, ("{}", "{}", True, None) if new is read.ABSENT else new))
+                current[entity] = new
+        return rows
+
+    def _reduce(self) -> None:
+        """Reduce every candidate row gathered so far, one statement per set of entity schemas."""
+        from ..index.reducer_rows import CANDIDATES, all_policies
+        from ..index.sqlreduce import reduce_all
+        from ..read import publication as read
+
+        waiting = sorted(seq for seq in self.schemas if seq not in self.known)
+        by_policies: dict[tuple, list[int]] = {}
+        for seq in waiting:
+            by_policies.setdefault(tuple(sorted(all_policies(self.scope.git, self.schemas[seq]).items())), []).append(seq)
+        relation = ("(SELECT c.eid AS entity, o.id, o.priority, o.specificity, o.timestamp, o.fields FROM "
+                    "publication_candidates AS c JOIN obs_versions AS o USING (row_id) WHERE c.seq IN (SELECT unnest(?::INTEGER[])))")
+        reduced: dict[int, dict[str, Any]] = {seq: {} for seq in waiting}
+        for policies, group in by_policies.items():
+            for eid, snap in reduce_all(self.scope.con, CANDIDATES.format(relation=relation, where="TRUE"), [group], [],
+                                        dict(policies)).items():
+                entity, at = eid.rsplit("\x1f", 1)
+                reduced[int(at)][entity] = (_canonical(snap["snapshot"]), _canonical(snap["provenance"]),
+                                            bool(snap["deleted"]), None)
+        for seq in waiting:
+            merges, asked, out = self.merges[seq], self.asked[seq], reduced[seq]
+            if asked is not None:
+                out = {e: snap for e, snap in out.items() if e in asked}
+            for entity in merges if asked is None else asked & merges.keys():
+                out[entity] = ("{}", "{}", False, survivor(entity, merges))
+            if asked is not None:
+                out.update({entity: read.ABSENT for entity in asked - out.keys()})
+            self.known[seq] = out
+        self.scope.con.execute("DELETE FROM publication_candidates")
+        self.pending = 0
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _commit_row(repo: str, seq: int, commit: Any, parent: str | None, published_at: datetime) -> Any:
