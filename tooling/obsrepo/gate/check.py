@@ -99,7 +99,7 @@ def _judge_all(git: Git, plan: CheckPlan, source: Source, facts: FactsStore,
         changed, added = immutability_issues(git, plan.base_sha, source, streamed.kept, cache)
     cache.save()
     judged = streamed.judged(source, added)
-    judged.changed = changed
+    judged.changed, judged.read = changed, cache.missed  # with the versions an edit replaced
     return judged
 
 
