@@ -57,8 +57,8 @@ UTC_TEXT = ("strftime({0}, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us({0}) % 100
 
 
 def _stored_summaries(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """The summaries `entity_snapshots` holds for these entities (only for an unfiltered scope:
-    it was reduced over every tenant's rows)."""
+    """The summaries `entity_snapshots` holds for these entities (only those `stored_fresh`
+    allows: it was reduced over every tenant's rows at the indexed commit)."""
     import json
 
     rows = scope.rows(f"SELECT entity_id, observation_count, {UTC_TEXT.format('last_observation_at')}, snapshot "
