@@ -1,8 +1,8 @@
 """`obsrepo publish` (docs/design.md §16) when rows must leave the published tables: a publish
 killed (`kill -9`) after its first data table and before `commits`, completed by the next
-publish without a duplicate; retention and a reclassification above the ceiling, whose
-observations are erased from every seq once the head withholds them. Read back by the three
-readers of tests/test_publish.py."""
+publish without a duplicate, and one that loses the catalog's race to another; retention and a
+reclassification above the ceiling, whose observations are erased from every seq once the head
+withholds them. Read back by the three readers of tests/test_publish.py."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def kill_after_first_data_table(repo: Repo, database: Path) -> dict[str, str]:
     return metadata_locations(database)
 
 
-def test_a_publish_killed_half_way_is_never_seen_and_the_next_one_completes_it(make_repo: Any, tmp_path: Path) -> None:
+def test_a_publish_killed_half_way_or_losing_a_race_is_never_seen_and_the_next_one_completes_it(make_repo: Any, tmp_path: Path) -> None:
     repo = make_repo()
     catalog_env(repo, tmp_path / "catalog")
     repo.add(observation(obs_id(1), entity=ACME, fields={"name": "Acme"}))
@@ -106,6 +106,31 @@ def test_a_publish_killed_half_way_is_never_seen_and_the_next_one_completes_it(m
     tagged = observations.snapshot_by_id(observations.metadata.refs[f"git-{second}"].snapshot_id)
     assert tagged.snapshot_id == observations.current_snapshot().snapshot_id  # the tag moved off the stopped append
     assert publish(repo)["status"] == "current"
+    lose_the_catalogs_race(repo, tmp_path / "catalog" / "catalog.db")
+
+
+def lose_the_catalogs_race(repo: Repo, database: Path) -> None:
+    """Two real publishes of a third commit: the first commits `observations` and is held (the
+    catalog locked, then the process stopped) while the second publishes whole; then it goes
+    on and finds its next table moved since it loaded it: a clean error, the winner whole."""
+    repo.add(observation(obs_id(13), entity=ACME, fields={"name": "Acme Corp"}), observation(obs_id(14), retracts=[obs_id(2)]))
+    repo.commit("three")
+    first = start_publish(repo, database, lambda proc: os.kill(proc.pid, signal.SIGSTOP))  # held while the second runs
+    try:
+        second = publish(repo)
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    out, err = first.communicate(timeout=60)
+    assert (second["first_seq"], second["last_seq"]) == (3, 3)
+    assert first.returncode == 4 and "Traceback" not in err, err
+    error = json.loads(out)["error"]
+    assert (error["code"], error["details"]["conflict"]) == ("PUBLISH_ERROR", True)
+    # observation_removals, unless a loaded machine let it commit that one before the lock was held
+    assert error["details"]["table"] in ROW_KEYS.keys() - {"observations"}
+    tables = read_pyiceberg(repo)
+    assert duplicates(tables) == {}
+    assert as_of(tables, 3)[0] == {obs_id(n) for n in range(3, 15)}
+    assert {(r["id"], r["removed_seq"]) for r in tables["observation_removals"]} == {(obs_id(1), 2), (obs_id(2), 3)}
 
 
 RETENTION = "spec: retention/v1\npolicies:\n  - {type: chat.line, ttl: 30d}\n"
@@ -159,32 +184,3 @@ def test_what_the_head_withholds_leaves_every_seq(withheld: tuple[Repo, dict[str
     assert json.loads(snapshots[ACME]["snapshot"]) == expected["acme"] == {"name": "Acme Inc"}
     assert snapshots["person/ada"]["deleted"]
 
-
-def test_a_publish_that_loses_the_catalogs_race_is_a_clean_error_and_the_winner_whole(make_repo: Any, tmp_path: Path) -> None:
-    """Two real publishes of the same commit: the first commits `observations`, is held (the
-    catalog locked, then the process stopped) while the second publishes whole, then goes on
-    and finds the next table moved since it loaded it."""
-    repo = make_repo()
-    database = tmp_path / "catalog" / "catalog.db"
-    catalog_env(repo, tmp_path / "catalog")
-    repo.add(observation(obs_id(1), entity=ACME, fields={"name": "Acme"}))
-    repo.commit("one")
-    publish(repo)
-    repo.add(observation(obs_id(2), entity=ACME, fields={"name": "Acme Corp"}), observation(obs_id(3), retracts=[obs_id(1)]))
-    repo.commit("two")
-    first = start_publish(repo, database, lambda proc: os.kill(proc.pid, signal.SIGSTOP))  # held while the second runs
-    try:
-        second = publish(repo)
-    finally:
-        os.kill(first.pid, signal.SIGCONT)
-    out, err = first.communicate(timeout=60)
-    assert (second["first_seq"], second["last_seq"]) == (2, 2)
-    assert first.returncode == 4 and "Traceback" not in err, err
-    error = json.loads(out)["error"]
-    assert (error["code"], error["details"]["conflict"]) == ("PUBLISH_ERROR", True)
-    # observation_removals, unless a loaded machine let it commit that one before the lock was held
-    assert error["details"]["table"] in ROW_KEYS.keys() - {"observations"}
-    tables = read_pyiceberg(repo)
-    assert duplicates(tables) == {}
-    assert as_of(tables, 2)[0] == {obs_id(2), obs_id(3)}
-    assert [(r["id"], r["removed_seq"], r["reason"]) for r in tables["observation_removals"]] == [(obs_id(1), 2, "retracted")]
