@@ -75,7 +75,10 @@ class FactsStore:
         return self.entries.get(key)
 
     def learn(self, key: bytes, facts: dict[str, Any] | None) -> Compact:
-        """Keep the compact form of a document's facts (`analyze`'s, None when invalid)."""
+        """Keep the compact form of a document's facts (`analyze`'s, None when invalid); a store
+        that is never written (no git, OBSREPO_NO_CACHE) keeps nothing."""
+        if self.file is None:
+            return self.compact(facts)
         known = self.entries.get(key)
         if known is None:
             known = self.entries[key] = self.compact(facts)
