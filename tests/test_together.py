@@ -111,3 +111,35 @@ def test_a_block_shares_one_scope_per_commit_and_binding_and_closes_them(told) -
     with pytest.raises(Exception, match="(?i)closed"):
         first.one("SELECT 1")
     assert session.read(lambda scope: scope) is not first  # outside a block, each read its own
+
+
+def test_reads_of_one_index_overlapping_in_one_process_answer_as_they_do_alone(told) -> None:
+    """A library user's threads, or a block kept open while another Session reads the same file:
+    DuckDB gives one process one database per file, and the first sandboxed reader locks its
+    configuration, so a second reader's sandbox (or its fts extension) could not be set and the
+    read failed as an INTERNAL_ERROR."""
+    import threading
+
+    repo, _ = told
+    asked = [request for request in questions(None) if not isinstance(request, History)]  # History: the dearest, no other path
+    alone = answers(Session(str(repo.path)), asked)
+    bound = Session(str(repo.path), binding=Binding.of({"org": "northwind"}))
+    bound_alone = answers(bound, asked)
+    first = Session(str(repo.path))
+    with first.together():
+        assert answers(first, asked[:1]) == alone[:1]  # this block's connection is open and locked
+        assert answers(Session(str(repo.path)), asked) == alone
+        assert answers(bound, asked) == bound_alone
+    found: dict[int, list[Any]] = {}
+
+    def reader(number: int) -> None:
+        session = Session(str(repo.path), binding=Binding.of({"org": "northwind"} if number % 2 else None))
+        found[number] = [answers(session, asked)]
+
+    threads = [threading.Thread(target=reader, args=(number,)) for number in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for number, runs in found.items():
+        assert runs == [bound_alone if number % 2 else alone], number

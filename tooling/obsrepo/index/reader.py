@@ -5,6 +5,7 @@ watcher's overlay attached when it matches."""
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from ..errors import IndexFault
@@ -27,6 +28,14 @@ def open_reader(path: str, *, sandbox: bool = True, fts: bool = True, memory_lim
     `memory_limit` (DuckDB's syntax, e.g. "1GB") the connection may use no more than that.
     With `overlay`, a running watcher's overlay of uncommitted documents is attached as the
     database `watch_overlay` when it was made for the indexed commit (see `attach_overlay`)."""
+    with _OPENING:  # one thread at a time from connecting to sandboxing: see `_locked`
+        return _open(path, sandbox, fts, memory_limit, overlay, engine)
+
+
+_OPENING = threading.Lock()
+
+
+def _open(path: str, sandbox: bool, fts: bool, memory_limit: str | None, overlay: bool, engine: bool) -> Any:
     import duckdb
 
     without_pandas()
@@ -38,8 +47,12 @@ def open_reader(path: str, *, sandbox: bool = True, fts: bool = True, memory_lim
         before = file_identity(path)
         if not sealed(path):
             raise IndexFault(f"the index at {path} is not a generation obsrepo published (changed in place?)", path=path)
+        con: Any
         try:
             con = Attached(path, read_only=True) if engine else duckdb.connect(path, read_only=True)
+            if sandbox and not engine and _locked(con):
+                con.close()
+                con = _Private(path)
         except Exception as exc:  # noqa: BLE001
             raise IndexFault(f"the index at {path} cannot be opened: {exc}", path=path) from None
         if file_identity(path) == before:
@@ -65,6 +78,41 @@ def open_reader(path: str, *, sandbox: bool = True, fts: bool = True, memory_lim
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     return con
+
+
+def _locked(con: Any) -> bool:
+    """Whether this connection's database is already sandboxed and locked: DuckDB gives one
+    process one database per file, so a second reader of a file another sandboxed reader holds
+    open (a library user's threads, a block kept open while another Session reads) joins a
+    database whose configuration can no longer be set, nor its fts extension loaded."""
+    return bool(con.execute("SELECT current_setting('lock_configuration')").fetchone()[0])
+
+
+class _Private:
+    """A database of this reader's own with the file attached read-only under the name a direct
+    connection gives it, so that it can be sandboxed as any reader is (~10 ms more, only when
+    another reader of the file is open in this process). Its cursors use the file too."""
+
+    def __init__(self, path: str) -> None:
+        import duckdb
+
+        self._use = 'USE "{}"'.format(os.path.splitext(os.path.basename(path))[0].replace('"', '""'))
+        self._con = duckdb.connect(":memory:")
+        quoted = path.replace("'", "''")
+        try:
+            self._con.execute(f"ATTACH '{quoted}' AS {self._use[4:]} (READ_ONLY)")
+            self._con.execute(self._use)
+        except BaseException:
+            self._con.close()
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    def cursor(self) -> Any:
+        con = self._con.cursor()
+        con.execute(self._use)
+        return con
 
 
 OVERLAY_DB = "watch_overlay"
