@@ -154,16 +154,15 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     for offset, commit in enumerate(new):
         seq = decided.first_seq + offset
         scope.move_to(commit.sha)
-        after = read.state(scope, before)
+        after, change = read.step(scope, before)
         reason_gone = read.REBASED if decided.rebased and offset == 0 else read.WITHHELD
-        gone = {i: read.RETRACTED if i in after.retracted else reason_gone for i in before.ids - after.ids}
+        gone = {i: read.RETRACTED if i in after.retracted else reason_gone for i in change.left}
         withheld.update(i for i, reason in gone.items() if reason == read.WITHHELD)
-        snapshots.ask(seq, after, read.touched(before, after), stored=commit.sha in indexed)
-        appeared = after.ids - before.ids
+        snapshots.ask(seq, after, read.touched(before, after, change), stored=commit.sha in indexed)
         if scope.raised is None and commit.sha in indexed:
-            stored_rows[seq] = [row_id for i in appeared for row_id in after.row_ids[i]]
+            stored_rows[seq] = [row_id for row_ids in change.appeared.values() for row_id in row_ids]
         else:
-            raised_parts.append(read.visible_additions(scope, repo, seq, appeared))
+            raised_parts.append(read.visible_additions(scope, repo, seq, set(change.appeared)))
         gone_rows.extend((seq, i, reason) for i, reason in gone.items())
         commit_rows.append(_commit_row(repo, seq, commit, parents[commit.sha], published_at))
         seqs.append(seq)
@@ -171,7 +170,7 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     if decided.base is not None:  # what the published head held of the entities the new commits reduce
         scope.move_to(decided.base)
         snapshots.ask(decided.first_seq - 1, base, snapshots.every_asked(), stored=decided.base in indexed)
-    erased = withheld - before.ids
+    erased = withheld - read.listed_among(scope, withheld)  # the last commit's state is the one kept
     parts: dict[str, list[Any]] = {name: [] for name in TABLES}
     for added in (read.additions(scope, repo, stored_rows), *raised_parts):
         for name, table in added.items():

@@ -38,75 +38,97 @@ ABSENT = None  # an entity with no snapshot at the commit
 
 @dataclass
 class State:
-    """What a reader sees as of one commit: listed ids with their entity, retracted ids, the
-    merges, the tree of the entity schemas (the policies), and the snapshots known so far
-    (entity → Snapshot, or ABSENT; every entity when `complete`). Snapshots are reduced only
-    for the entities a commit touches: reducing every entity at every commit of a long
-    history is what made a first publication slow."""
+    """What a reader sees as of one commit, as far as publishing needs it in Python: whether
+    it lists any observation, the retracted ids, the merges and the tree of the entity schemas
+    (the policies). The listed ids themselves stay in DuckDB (`publication_kept`, with `kept`):
+    a commit after it is compared there, so only the few ids it changes reach Python, not
+    every visible row of both commits."""
 
-    ids: set[str] = field(default_factory=set)
+    listed: bool = False
     retracted: set[str] = field(default_factory=set)
-    entity_of: dict[str, str | None] = field(default_factory=dict)
     merges: dict[str, str] = field(default_factory=dict)
     schemas: str = ""
-    snapshots: dict[str, Snapshot | None] = field(default_factory=dict)
-    row_ids: dict[str, list[int]] = field(default_factory=dict)  # listed id → its rows in `visible`
-    complete: bool = True  # the empty state before the first commit knows every entity: there is none
-    kept: bool = False  # its rows are the scope's `publication_kept` (the state `state` computed last)
+    kept: bool = False  # its rows are the scope's `publication_kept` (the state computed last)
 
 
-def state(scope: ReadScope, before: State | None = None) -> State:
-    """The ids, entities, retractions and merges as of the scope's commit; no snapshot yet.
-    `before`: the state this scope computed last (its rows are kept in a temporary table);
-    only the ids whose rows differ from it are read, not every visible row at every commit."""
-    from ..format.vocabulary import ENTITY_SCHEMAS_DIR
+@dataclass
+class Change:
+    """What one commit changed of the listed ids: the ones that appeared (with their rows in
+    `visible`), the ones that left, and the entities of both."""
 
+    appeared: dict[str, list[int]] = field(default_factory=dict)
+    left: set[str] = field(default_factory=set)
+    entities: set[str] = field(default_factory=set)
+
+
+def state(scope: ReadScope) -> State:
+    """The state as of the scope's commit, kept in DuckDB for the next `step`."""
+    _keep(scope)
+    scope.con.execute("DROP TABLE IF EXISTS publication_kept; ALTER TABLE publication_now RENAME TO publication_kept")
+    return _finish(scope, {i for (i,) in scope.rows("SELECT DISTINCT id FROM publication_kept WHERE gone")})
+
+
+def step(scope: ReadScope, before: State) -> tuple[State, Change]:
+    """The state as of the scope's commit, and what changed since `before` (the state the
+    scope computed last, or the empty one before a first commit): only the ids whose rows
+    differ are read."""
+    _keep(scope)
+    if before.kept:
+        scope.con.execute(
+            "CREATE OR REPLACE TEMP TABLE publication_differ AS SELECT DISTINCT id FROM (SELECT n.id FROM "
+            "publication_now AS n ANTI JOIN publication_kept AS k ON n.row_id = k.row_id AND n.gone = k.gone "
+            "UNION ALL SELECT k.id FROM publication_kept AS k ANTI JOIN publication_now AS n "
+            "ON n.row_id = k.row_id AND n.gone = k.gone)")
+        old = scope.rows("SELECT id, entity, row_id, gone FROM publication_kept WHERE id IN (SELECT id FROM publication_differ)")
+        new = scope.rows("SELECT id, entity, row_id, gone FROM publication_now WHERE id IN (SELECT id FROM publication_differ)")
+        differ = {row[0] for row in old} | {row[0] for row in new}  # each differing id has a row on one side
+    else:
+        old, new = [], scope.rows("SELECT id, entity, row_id, gone FROM publication_now")
+        differ = {row[0] for row in new}
+    scope.con.execute("DROP TABLE IF EXISTS publication_kept; ALTER TABLE publication_now RENAME TO publication_kept")
+    was = {obs_id: entity for obs_id, entity, _, gone in old if not gone}
+    now: dict[str, str | None] = {}
+    change = Change()
+    retracted = before.retracted - differ
+    for obs_id, entity, row_id, gone in new:
+        if gone:
+            retracted.add(obs_id)
+        else:
+            now[obs_id] = entity
+            change.appeared.setdefault(obs_id, []).append(row_id)
+    change.left = was.keys() - now.keys()
+    change.appeared = {i: rows for i, rows in change.appeared.items() if i not in was}
+    change.entities = {e for e in (was.get(i) or now.get(i) for i in change.left | change.appeared.keys()) if e}
+    return _finish(scope, retracted), change
+
+
+def _keep(scope: ReadScope) -> None:
     scope.con.execute("CREATE OR REPLACE TEMP TABLE publication_now AS SELECT id, entity, row_id, "
                       f"row_id IN ({retracted_sql('visible')}) AS gone FROM visible")
-    if before is None or not before.kept:
-        st = State(complete=False, kept=True)
-        _listed(st, scope.rows("SELECT id, entity, row_id, gone FROM publication_now"))
-    else:
-        st = State(set(before.ids), set(before.retracted), dict(before.entity_of), row_ids=dict(before.row_ids),
-                   complete=False, kept=True)
-        differ = [i for (i,) in scope.rows(
-            "SELECT DISTINCT id FROM (SELECT n.id FROM publication_now AS n ANTI JOIN publication_kept AS k "
-            "ON n.row_id = k.row_id AND n.gone = k.gone UNION ALL SELECT k.id FROM publication_kept AS k "
-            "ANTI JOIN publication_now AS n ON n.row_id = k.row_id AND n.gone = k.gone)")]
-        for obs_id in differ:
-            st.ids.discard(obs_id)
-            st.retracted.discard(obs_id)
-            st.entity_of.pop(obs_id, None)
-            st.row_ids.pop(obs_id, None)
-        _listed(st, scope.rows("SELECT id, entity, row_id, gone FROM publication_now WHERE id IN "
-                               "(SELECT unnest(?::VARCHAR[]))", [differ]))
-    scope.con.execute("DROP TABLE IF EXISTS publication_kept; ALTER TABLE publication_now RENAME TO publication_kept")
+
+
+def _finish(scope: ReadScope, retracted: set[str]) -> State:
+    from ..format.vocabulary import ENTITY_SCHEMAS_DIR
+
     special = special_rows(scope.con, "visible")
-    st.merges = merge_map(special, retracted_ids(special))
-    st.schemas = scope.git.run("ls-tree", scope.at_commit, ENTITY_SCHEMAS_DIR, check=False).decode("utf-8", "replace")
-    return st
+    return State(listed=scope.one("SELECT EXISTS (SELECT 1 FROM publication_kept WHERE NOT gone)")[0],
+                 retracted=retracted, merges=merge_map(special, retracted_ids(special)), kept=True,
+                 schemas=scope.git.run("ls-tree", scope.at_commit, ENTITY_SCHEMAS_DIR, check=False).decode("utf-8", "replace"))
 
 
-def _listed(st: State, rows: list[tuple]) -> None:
-    for obs_id, entity, row_id, gone in rows:
-        if gone:
-            st.retracted.add(obs_id)
-        else:
-            st.ids.add(obs_id)
-            st.entity_of[obs_id] = entity
-            st.row_ids.setdefault(obs_id, []).append(row_id)
+def listed_among(scope: ReadScope, ids: set[str]) -> set[str]:
+    """Which of `ids` the state computed last lists."""
+    return {i for (i,) in scope.rows(f"SELECT DISTINCT id FROM publication_kept WHERE NOT gone AND id IN {_in(ids)}")} if ids else set()
 
 
-def touched(before: State, after: State) -> set[str] | None:
+def touched(before: State, after: State, change: Change) -> set[str] | None:
     """The entities whose snapshot may differ between two states, or None for every entity
     (the policies changed). An entity's snapshot depends on its family's visible rows (its
     own and those merged into it), the retractions among them, and its type's policies."""
-    if before.schemas != after.schemas and (before.ids or before.schemas):
+    if before.schemas != after.schemas and (before.listed or before.schemas):
         return None
-    changed = before.ids ^ after.ids
-    entities = {before.entity_of.get(i) or after.entity_of.get(i) for i in changed}
+    entities = set(change.entities)
     entities |= {e for e in before.merges.keys() | after.merges.keys() if before.merges.get(e) != after.merges.get(e)}
-    entities.discard(None)
     # a family reduces as one: every member of a family one of them belongs to, before and after
     for merges in (before.merges, after.merges):
         survivors = {survivor(e, merges) for e in entities if e}
