@@ -113,7 +113,9 @@ def publication(session: Session, request: Publication) -> PublicationRows:
             return PublicationRows(repo, rev.sha, decided.status)
         return _rows(scope, repo, rev.sha, decided, [c for c in chain if c.sha in set(decided.new)], chain)
 
-    return session.read(rows, rev, ceiling=ceiling)
+    # HEAD's chain is the one the index holds once brought to HEAD: no commit to patch in, no word to
+    # stem; an explicit rev, or a rebased published head (off that chain), may be patched in
+    return session.read(rows, rev, ceiling=ceiling, stems=request.rev is not None or request.rebase_published)
 
 
 def repository_name(origin: str, root: str) -> str:
