@@ -7,28 +7,29 @@ parenthesised query, aliased `o` here)."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from typing import Any
 
 from ..format.reduce import Obs
 from ..format.vocabulary import ENTITY_SCHEMAS_DIR, POLICIES, entity_schema_path
 from ..gitstore import Git
-from ..times import format_timestamp
 
-ROW = """o.id, strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S.%f'), o.entity, o.fields, o.priority, o.specificity,
+# an instant as the reducer writes it (`format_timestamp`: UTC, `Z`, microseconds only when there
+# are any), spelled by DuckDB: no datetime parsed and printed again in Python for each row
+INSTANT = """strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S')
+      || CASE WHEN epoch_us(o.timestamp) % 1000000 <> 0 THEN strftime(o.timestamp, '.%f') ELSE '' END || 'Z'"""
+
+ROW = f"""o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity,
     o.retracts, o.relations, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user"""
 
-CANDIDATES = """(SELECT o.id, o.entity, o.priority, o.specificity, epoch_us(o.timestamp) AS epoch,
-    strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S')
-      || CASE WHEN epoch_us(o.timestamp) % 1000000 <> 0 THEN strftime(o.timestamp, '.%f') ELSE '' END || 'Z' AS ts,
-    o.fields FROM {relation} AS o WHERE {where})"""
+CANDIDATES = f"""(SELECT o.id, o.entity, o.priority, o.specificity, epoch_us(o.timestamp) AS epoch, {INSTANT} AS ts,
+    o.fields FROM {{relation}} AS o WHERE {{where}})"""
 
 
 def as_obs(row: tuple) -> Obs:
     obs_id, ts, entity, fields, priority, specificity, retracts, relations, org, project, agent, user = row
     tenant = tuple((k, v) for k, v in (("agent", agent), ("org", org), ("project", project), ("user", user)) if v is not None)
     return Obs(
-        id=obs_id, timestamp=format_timestamp(datetime.fromisoformat(ts).replace(tzinfo=timezone.utc)), entity=entity,
+        id=obs_id, timestamp=ts, entity=entity,
         fields=json.loads(fields) if fields else {}, priority=priority, specificity=specificity,
         retracts=tuple(retracts), relations=tuple((r["type"], r["target"]) for r in relations), tenant=tenant,
     )
