@@ -11,6 +11,7 @@ import threading
 import unicodedata
 from collections import OrderedDict
 from datetime import datetime, timezone
+from operator import itemgetter
 from typing import Any
 
 from ..errors import NotFoundError, UsageError
@@ -21,6 +22,8 @@ from .query import RECORD_SQL, _record
 from .scope import ReadScope
 from .snapshots import snapshot
 
+# relationships are listed by type, source, target, then observation
+EDGE_ORDER = itemgetter("type", "source_entity_id", "target_entity_id", "observation_id")
 IDENTIFYING_FIELDS = ("name", "legal_name", "email", "title", "display_name", "username", "handle", "slug",
                       "number", "invoice_number", "external_id", "vat_id")
 
@@ -210,7 +213,7 @@ def relationships(scope: ReadScope, entity: str, direction: str = "both", types:
     candidates = {id(e): e for side, edges in (("out", graph.out), ("in", graph.into)) if direction in (side, "both")
                   for e in edges.get(entity, ())}
     found = [dict(e) for e in candidates.values() if not types or e["type"] in types]
-    found.sort(key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
+    found.sort(key=EDGE_ORDER)
     return {"relationships": found, "total": len(found)}
 
 
@@ -275,9 +278,9 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
             deepest = hop
         frontier = sorted(following)
     others = sorted(seen - {start})
-    # copies: without merges an edge is the kept graph's own
-    rels = sorted((dict(e) for e in used.values()),
-                  key=lambda e: (e["type"], e["source_entity_id"], e["target_entity_id"], e["observation_id"]))
+    rels = sorted(used.values(), key=EDGE_ORDER)
+    if not merges:  # copies: an edge is the kept graph's own (with merges each is already a copy)
+        rels = [dict(e) for e in rels]
     # `limit`: only the first entities by id are summarised (each one a reduction); the totals
     # and the relationships still cover every entity reached
     return {"entities": _summaries(scope, others if limit is None else others[:limit]), "relationships": rels,
