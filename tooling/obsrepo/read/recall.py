@@ -151,33 +151,25 @@ def _entity_order(scope: ReadScope, request: RecallRequest, named: list[str], re
 
 def _snapshots(scope: ReadScope, entities: list[str], special: list[Obs], merges: dict[str, str]) -> list[dict[str, Any]]:
     """The reduced snapshots of `entities`, as `snapshot` has them (an entity with no row left
-    reads as an empty snapshot): the index's own `entity_snapshots` when `visible` is exactly
-    what it was reduced from, else the SQL reducer over these entities' rows alone."""
+    reads as an empty snapshot): the index's own `entity_snapshots` for those whose stored row is
+    their snapshot here (`stored_fresh`: nothing withheld), the SQL reducer over the rest's rows
+    alone."""
     from ..index.sqlreduce import reduce_all
 
     if not entities:
         return []
-    if _as_indexed(scope):
-        rows = scope.rows("SELECT entity_id, snapshot, provenance FROM entity_snapshots "
-                          "WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))", [entities])
-        reduced = {e: {"entity_id": e, "snapshot": json.loads(snap), "provenance": json.loads(prov)} for e, snap, prov in rows}
-    else:
-        policies = {(kind, name): policy for kind in sorted({e.split("/", 1)[0] for e in entities})
+    fresh = scope.stored_fresh(entities)
+    rows = scope.rows("SELECT entity_id, snapshot, provenance FROM entity_snapshots "
+                      "WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))", [fresh]) if fresh else []
+    reduced = {e: {"entity_id": e, "snapshot": json.loads(snap), "provenance": json.loads(prov)} for e, snap, prov in rows}
+    kept = set(fresh)
+    missing = [e for e in entities if e not in kept]
+    if missing:
+        policies = {(kind, name): policy for kind in sorted({e.split("/", 1)[0] for e in missing})
                     for name, policy in load_policies(scope.git, scope.at_commit, kind).items()}
-        reduced = reduce_all(scope.con, CANDIDATES.format(relation="visible", where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
-                             [list(_families(entities, merges))], special, policies, at_commit=scope.at_commit)
+        reduced.update(reduce_all(scope.con, CANDIDATES.format(relation="visible", where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
+                                  [list(_families(missing, merges))], special, policies, at_commit=scope.at_commit))
     return [reduced.get(e) or {"entity_id": e, "snapshot": {}, "provenance": {}} for e in entities]
-
-
-def _as_indexed(scope: ReadScope) -> bool:
-    """Whether `visible` holds exactly the rows `entity_snapshots` was reduced from (every
-    tenant's current rows at the indexed commit): no binding, ceiling or draft, and neither a
-    raised classification nor retention took a row out (`visible` only ever filters
-    `visible_all`, so equal counts mean equal rows)."""
-    if not scope.unfiltered or scope.drafts or scope.raised is not None:
-        return False
-    return bool(scope.remember(("as indexed", *scope.view_key()), lambda: scope.one(
-        "SELECT (SELECT count(*) FROM visible) = (SELECT count(*) FROM visible_all)")[0]))
 
 
 def _first(provenance: Any) -> str:
