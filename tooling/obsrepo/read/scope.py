@@ -23,9 +23,12 @@ so the relations take no parameters and compose into any statement.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..gitstore import Git
+
+if TYPE_CHECKING:
+    from ..gitstore.blobs import BlobReader
 
 TENANT_COLUMNS = {"org": "tenant_org", "project": "tenant_project", "agent": "tenant_agent", "user": "tenant_user"}
 # stored tables keyed by an observation's row id, without tenant columns of their own
@@ -72,6 +75,7 @@ class ReadScope:
         self.memo: dict[tuple, Any] | None = getattr(con, "memo", None)
         # answers kept for the scope's life when several reads share it (a Session's `together`)
         self.answers: dict[tuple, Any] | None = None
+        self._blobs: BlobReader | None = None  # a `git cat-file --batch` kept for the reads that share the scope
         self.indexed_commit: str = self.remember(("indexed",), lambda: self.one("SELECT value FROM meta WHERE key = 'commit'")[0])
         self.drafts = overlay and self.remember(("drafts",), lambda: self.one(
             "SELECT count(*) FROM duckdb_databases() WHERE database_name = 'watch_overlay'")[0] > 0 and self.one(
@@ -105,7 +109,18 @@ class ReadScope:
         """The first row (None when there is none)."""
         return self.con.execute(sql, list(params)).fetchone()
 
+    def blob(self, sha: str) -> bytes:
+        """A document's content from git. Reads that share the scope (a preview's observation
+        pages) read every blob through one `git cat-file --batch` process, not one each."""
+        if self.answers is None:
+            return self.git.read_blob(sha)
+        if self._blobs is None:
+            self._blobs = self.git.blob_reader()
+        return self._blobs.read([sha])[0]
+
     def close(self) -> None:
+        if self._blobs is not None:
+            self._blobs.close()
         self.con.close()
 
     # -- building the relations ------------------------------------------------------------

@@ -18,7 +18,7 @@ def show(scope: ReadScope, observation_id: str) -> dict[str, Any]:
     if row is None:  # another tenant's id reads exactly like one that does not exist
         raise NotFoundError(f"observation '{observation_id}' does not exist", code="REF_NOT_FOUND", id=observation_id)
     path, blob, commit, author, committed_at, entity, corrects, retracts = row
-    document = read_document(path, scope.git.read_blob(blob))
+    document = read_document(path, scope.blob(blob))
     front = dict(document.front or {})
     special = scope.special()
     gone = retracted_ids(special)
