@@ -21,6 +21,10 @@ INSTANT = """strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S')
 ROW = f"""o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity,
     o.retracts, o.relations, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user"""
 
+# an ordinary row (neither retracting nor merging, `NOT o.special`): the reducer reads its
+# retractions, merges and tenant only through the special rows, so only these columns
+PLAIN_ROW = f"o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity"
+
 CANDIDATES = f"""(SELECT o.id, o.entity, o.priority, o.specificity, epoch_us(o.timestamp) AS epoch, {INSTANT} AS ts,
     o.fields FROM {{relation}} AS o WHERE {{where}})"""
 
@@ -33,6 +37,14 @@ def as_obs(row: tuple) -> Obs:
         fields=json.loads(fields) if fields else {}, priority=priority, specificity=specificity,
         retracts=tuple(retracts), relations=tuple((r["type"], r["target"]) for r in relations), tenant=tenant,
     )
+
+
+def as_plain_obs(row: tuple) -> Obs:
+    """An ordinary row (`PLAIN_ROW`) as `Obs`: the reducer takes what else it needs of a row
+    (retractions, merges, the tenant a retraction must share) from the special rows."""
+    obs_id, ts, entity, fields, priority, specificity = row
+    return Obs(id=obs_id, timestamp=ts, entity=entity, fields=json.loads(fields) if fields else {}, priority=priority,
+               specificity=specificity)
 
 
 def special_rows(con: Any, relation: str) -> list[Obs]:
