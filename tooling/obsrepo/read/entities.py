@@ -167,10 +167,13 @@ class _Graph:
     count), by source and by target entity."""
 
     def __init__(self, edges: list[dict[str, Any]]) -> None:
-        self.edges = edges
+        self.edges = sorted(edges, key=EDGE_ORDER)
+        # each edge's place in the listing order, so a walk's thousands are put in order by a
+        # number rather than by comparing four strings (an edge is its own: `id` names it)
+        self.place = {id(edge): i for i, edge in enumerate(self.edges)}
         self.out: dict[str, list[dict[str, Any]]] = {}
         self.into: dict[str, list[dict[str, Any]]] = {}
-        for edge in edges:
+        for edge in self.edges:
             self.out.setdefault(edge["source_entity_id"], []).append(edge)
             self.into.setdefault(edge["target_entity_id"], []).append(edge)
 
@@ -239,13 +242,13 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
         members.setdefault(survivor(merged, merges) or merged, []).append(merged)
     graph = _graph(scope)
 
+    sides = [(side == "out", edges) for side, edges in (("out", graph.out), ("in", graph.into)) if direction in (side, "both")]
+
     def steps(here: str) -> list[tuple[str, dict[str, Any]]]:
         """(entity one step away, the relationship) from `here`, as survivors."""
         found = []
-        for member in [here, *members.get(here, ())]:
-            for side, edges in (("out", graph.out), ("in", graph.into)):
-                if direction not in (side, "both"):
-                    continue
+        for member in (here, *members[here]) if here in members else (here,):
+            for outward, edges in sides:
                 for edge in edges.get(member, ()):
                     if types and edge["type"] not in types:
                         continue
@@ -257,7 +260,7 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
                         edge = dict(edge, source_entity_id=source, target_entity_id=target)
                     elif source == target:
                         continue
-                    found.append((target if side == "out" else source, edge))
+                    found.append((target if outward else source, edge))
         return found
 
     seen = {start}
@@ -278,9 +281,11 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
             deepest = hop
         frontier = sorted(following)
     others = sorted(seen - {start})
-    rels = sorted(used.values(), key=EDGE_ORDER)
-    if not merges:  # copies: an edge is the kept graph's own (with merges each is already a copy)
-        rels = [dict(e) for e in rels]
+    if merges:  # each edge a copy with survivors for ends
+        rels = sorted(used.values(), key=EDGE_ORDER)
+    else:  # the kept graph's own edges: in its order, as copies
+        place = graph.place
+        rels = [dict(e) for e in sorted(used.values(), key=lambda e: place[id(e)])]
     # `limit`: only the first entities by id are summarised (each one a reduction); the totals
     # and the relationships still cover every entity reached
     return {"entities": _summaries(scope, others if limit is None else others[:limit]), "relationships": rels,
