@@ -87,12 +87,14 @@ def main() -> int:
 def run(repo: str, base: str, head: str, runs: int, static_runs: int, tmp: str) -> int:
     from obsrepo.ops import Diff, Facets, Query, Related, Relations, Session, Snapshot, Timeline
     from obsrepo.ops import run as ask
-    from obsrepo.serve.app import application
+    from obsrepo.serve.app import application, settle
     from starlette.testclient import TestClient
 
     session = Session(repo)
     session.keep_open()
     client = TestClient(application(session), base_url="http://127.0.0.1:8765")
+    session.read(lambda scope: None, scoped=False)
+    settle()  # as `obsrepo serve` does before it listens
     busy = [row["entity"] for row in json.loads(obsrepo(repo, "sql", "--format", "json",
             "SELECT entity, count(*) AS n FROM observations WHERE entity IS NOT NULL GROUP BY entity "
             "ORDER BY n DESC, entity LIMIT 10").stdout)]

@@ -31,7 +31,7 @@ def serve(session: Session, *, host: str, port: int, at: str | None, environ: Ma
     import starlette  # noqa: F401
     import uvicorn
 
-    from .app import application
+    from .app import application, settle
 
     token = token_for(host, environ)
     pinned = session.rev(at, "at").sha if at is not None else None
@@ -40,6 +40,7 @@ def serve(session: Session, *, host: str, port: int, at: str | None, environ: Ma
     # the index at HEAD before anything listens: the first page answers at once, and an index
     # that cannot be opened (its extra missing, say) is reported at start, not on every page
     session.read(lambda scope: None, scoped=False)
+    settle()
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     print(f"obsrepo serve: http://{shown}:{sock.getsockname()[1]}/" + (" (bearer token required)" if token else ""),
