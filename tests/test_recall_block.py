@@ -194,3 +194,23 @@ def test_the_mcp_tool_and_prompt_answer_as_the_command_line(repos):
         assert refused.is_error and json.loads(refused.content[0].text)["error"]["details"]["parameter"] == "budget"
         with pytest.raises(Exception, match="budget"):
             portal.call(session.get_prompt, "recall", {"budget": "10"})
+
+
+def test_at_a_pull_requests_head_untouched_entities_read_as_their_snapshots(repos):
+    """A commit off the indexed chain that only adds a row: the entity it touches is reduced,
+    the others may come from the index's own snapshots (`stored_fresh`); either way each one's
+    fields are its snapshot at that commit."""
+    repo = repos["crowded"]
+    repo.obsrepo("index")
+    repo.git("checkout", "-q", "-b", "recall-pr")
+    repo.add(observation("obs-20260215-090000-0007", event="INV-1 due date set", entity="invoice/inv-1", tenant=NW,
+                         fields={"due": "2026-03-01"}, scope=["billing"]))
+    head = repo.commit("a pull request's observation")
+    repo.git("checkout", "-q", "-")
+    page = as_json(repo, "--entity", "company/acme", "--entity", "invoice/inv-1", "--at", head)
+    for entity in ("company/acme", "invoice/inv-1"):
+        proc = repo.obsrepo("snapshot", entity, "--at", head, "--format", "json")
+        snap = json.loads(proc.stdout)
+        assert fields_of(page, entity) == {name: (value, snap["provenance"][name]) for name, value in snap["snapshot"].items()}
+    assert fields_of(page, "invoice/inv-1")["due"] == ("2026-03-01", "obs-20260215-090000-0007")
+    assert fields_of(page, "company/acme")["status"] == ("globex-view", "obs-20260214-090000-0006")
