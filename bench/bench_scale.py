@@ -2,13 +2,16 @@
 
     python bench/generate.py /tmp/obs-1m --count 1000000 --commits 100
     git clone -q --no-checkout /tmp/obs-1m /tmp/obs-1m-run   # the build writes its cache into .git
-    python bench/bench_scale.py /tmp/obs-1m-run --index /tmp/obs-1m.duckdb [--runs 5]
+    python bench/bench_scale.py /tmp/obs-1m-run --index /tmp/obs-1m.duckdb [--runs 5] [--against DIR]
 
 Reports, with the baseline measured in the same run:
   floor         `git ls-tree -r HEAD | git cat-file --batch` over the same blobs (wall and CPU,
                 the median of runs before and after the build)
   index --full  wall, CPU and peak resident memory of the whole process (its workers included),
-                and the wall's and the CPU's ratios to the floor's
+                the file's size, and the wall's and the CPU's ratios to the floor's; with
+                --against DIR (the `tooling` folder of another version, e.g. a worktree of
+                main), the same build by that version too, into a file of its own, and the
+                ratios of this version's figures to it
   reads         wall (median, p95) and CPU (median) of whole commands (`query --scope`, `--type`,
                 `--entity`, `snapshot`, `query --text`) beside a Python that imports DuckDB and
                 opens the index, and of the same reads in one process (a kept-open
@@ -38,18 +41,20 @@ def floor(repo: str) -> tuple[float, float]:
     return time.perf_counter() - start, _children_cpu() - cpu
 
 
-def index_full(repo: str, index: str) -> dict[str, float]:
-    """Wall, CPU and peak RSS of `obsrepo index --full` measured from a process of its own."""
+def index_full(repo: str, index: str, tooling: str | None = None) -> dict[str, float]:
+    """Wall, CPU and peak RSS of `obsrepo index --full` measured from a process of its own, and
+    the size of the file it wrote; `tooling`: the code to build with (default: this one's)."""
     probe = ("import resource, subprocess, sys, time\n"
              "start = time.perf_counter()\n"
              "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
              "wall = time.perf_counter() - start\n"
              "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
              "print(wall, use.ru_utime + use.ru_stime, use.ru_maxrss * 1024)\n")
+    env = dict(os.environ, PYTHONPATH=tooling) if tooling else None
     out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "obsrepo", "index", "--full", "-q",
-                          "--index", index], cwd=repo, check=True, capture_output=True, text=True).stdout
+                          "--index", index], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout
     wall, cpu, peak = (float(x) for x in out.split())
-    return {"wall": wall, "cpu": cpu, "peak_mb": peak / 2 ** 20}
+    return {"wall": wall, "cpu": cpu, "peak_mb": peak / 2 ** 20, "size_mb": os.path.getsize(index) / 2 ** 20}
 
 
 def samples(repo: str, index: str) -> dict[str, str]:
@@ -72,6 +77,10 @@ def _summary(walls: list[float], cpus: list[float]) -> dict[str, float]:
     ordered = sorted(walls)
     return {"wall": statistics.median(walls), "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
             "cpu": statistics.median(cpus)}
+
+
+def _medians(builds: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(build[key] for build in builds) for key in builds[0]}
 
 
 def _children_cpu() -> float:
@@ -142,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", required=True, help="where the index is written (outside the repository)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-build", action="store_true", help="measure the reads of the index already there")
+    parser.add_argument("--against", metavar="DIR", help="the tooling folder of another version: its index --full too")
     args = parser.parse_args(argv)
     repo, index = os.path.abspath(args.repo), os.path.abspath(args.index)
     report: dict[str, object] = {}
@@ -152,6 +162,14 @@ def main(argv: list[str] | None = None) -> int:
         wall, cpu = statistics.median(w for w, _ in floors), statistics.median(c for _, c in floors)
         report["floor"] = {"wall": wall, "cpu": cpu}
         report["index_full"] = build | {"ratio_to_floor": build["wall"] / wall, "cpu_ratio_to_floor_cpu": build["cpu"] / cpu}
+        if args.against:  # each version twice, in turns: the first build of all may fill the analysis cache
+            mine, theirs = [build], []
+            for _ in range(2):
+                theirs.append(index_full(repo, index + ".against", os.path.abspath(args.against)))
+                mine.append(index_full(repo, index))
+            ours, other = _medians(mine[1:]), _medians(theirs)
+            report["index_full_against"] = {"this": ours, "against": other,
+                                            "ratio": {key: ours[key] / other[key] for key in ours}}
         print(json.dumps(report), file=sys.stderr, flush=True)
     picked = samples(repo, index)
     report["commands_s"] = commands(repo, index, picked, args.runs)

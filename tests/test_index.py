@@ -81,6 +81,9 @@ def dump(path: Path | str) -> dict[str, Any]:
             "problems": rows("SELECT * FROM problems ORDER BY ALL"),
             "obs_terms": rows("SELECT v.path, v.added_seq, t.* EXCLUDE (row_id) FROM obs_terms t "
                               "JOIN obs_versions v USING (row_id) ORDER BY ALL"),
+            # a key's range is its version's, whatever updates closed or reopened
+            "keys_out_of_step": rows("SELECT count(*) FROM obs_keys k JOIN obs_versions v USING (row_id) "
+                                     "WHERE k.added_seq <> v.added_seq OR k.removed_seq <> v.removed_seq"),
             "orphan_terms": rows("SELECT count(*) FROM obs_terms WHERE row_id NOT IN (SELECT row_id FROM obs_versions)"),
             "duplicate_row_ids": rows("SELECT count(*) - count(DISTINCT row_id) FROM "
                                       "(SELECT row_id FROM obs_versions UNION ALL SELECT row_id FROM comp_versions)"),
@@ -143,7 +146,8 @@ def ids_in(state: dict[str, Any]) -> set[str]:
 
 # --- incremental == full rebuild -------------------------------------------------------------
 
-A, B, C, D, E, F, G = (observation(obs_id(n)) for n in range(1, 8))
+# scopes and types shared in turns: their keys come and go with the documents
+A, B, C, D, E, F, G = (observation(obs_id(n), scope=[f"s/{n % 3}"], type=f"t.{n % 2}") for n in range(1, 8))
 BAD = "---\nspec: observation/v1\nid: obs-20260213-102500-0099\nsource: [unclosed\n---\n"
 BAD_PATH = "observations/2026/02/13/obs-20260213-102500-0099.md"
 
@@ -181,6 +185,7 @@ def test_incremental_equals_full_along_linear_history(api: Repo, tmp_path: Path)
 
     repo.write(BAD_PATH, observation("obs-20260213-102500-0099"))  # the invalid document repaired
     repo.write(A.path, A.replace("observed", "re-observed"))  # modified in place
+    repo.write(rich.path, rich.replace("Second paragraph", "An edited paragraph"))  # its scopes' and type's keys too
     repo.commit("c4: repaired and modified")
     state = twin.step(incremental=True)
     assert ids_in(state) == {A.id, rich.id, odd.id, C.id, "obs-20260213-102500-0099"}
@@ -603,7 +608,8 @@ def medium(tmp_path_factory: Any) -> tuple[Repo, Path, Any]:
 def answers(repo: Any) -> Any:
     from obsrepo.read.query import QueryRequest
 
-    return repo.query(QueryRequest(limit=1000)), repo.query(QueryRequest(text="invoice paid", limit=1000))
+    return (repo.query(QueryRequest(limit=1000)), repo.query(QueryRequest(text="invoice paid", limit=1000)),
+            repo.query(QueryRequest(type="task.updated", limit=1000)))  # read by key (obs_keys)
 
 
 def _block_of(path: Path, table: str, column: str) -> int:

@@ -360,6 +360,9 @@ def test_text_search_ranks_by_bm25_and_only_then_carries_scores(data: Data) -> N
 
 # --- --at ------------------------------------------------------------------------------------
 
+CHAIN = ("base", "retractions", "merge")
+
+
 @pytest.mark.parametrize("at", ["base", "retractions", "merge", "side", "feature", "orphan"])
 def test_at_any_commit(data: Data, at: str) -> None:
     """Older chain commits, a side-branch commit merged later, an unmerged branch, an unrelated root."""
@@ -368,6 +371,8 @@ def test_at_any_commit(data: Data, at: str) -> None:
     assert page["at_commit"] == data.commits[at]
     assert ids(ask(data, at=at, include_retracted=True)) == model(data, at, include_retracted=True)
     assert ids(ask(data, at=at, tenant={"org": "acme"})) == model(data, at, tenant={"org": "acme"})
+    for case in ({"scopes": ("task/1", "task/2")}, {"scopes": ("bulk",), "type": "bulk"}) if at in CHAIN else ():
+        assert ids(ask(data, at=at, **case)) == model(data, at, **case)  # read by key at an older chain commit
 
 
 def test_at_an_unmerged_branch_sees_its_additions_deletions_retractions_and_words(data: Data) -> None:

@@ -20,6 +20,7 @@ NAIVE_READS = {
     "relations view": "SELECT observation_id FROM relations",
     "records": "SELECT id FROM visible_records WHERE row_id IN (SELECT row_id FROM visible)",
     "stored records": "SELECT id FROM obs_records",
+    "stored keys": "SELECT id FROM obs_keys",
 }
 
 
@@ -79,6 +80,29 @@ def test_a_naive_read_sees_only_the_bound_tenant(two_tenants, at):
     finally:
         scope.close()
         con.close()
+
+
+def test_rows_read_by_key_are_the_visible_rows_that_hold_it(two_tenants):
+    """`keyed` (a scope's or a type's rows read by key) answers what `visible` filtered by
+    the same value does, at every chain commit and binding; off the chain it does not answer."""
+    repo, commits, _ = two_tenants
+    for at, tenant in [(at, tenant) for at in ("first", "second", "side") for tenant in ({}, {"org": "acme"})]:
+        con, scope = _scope(repo, commits[at], tenant)
+        try:
+            for kind, values, where in [("scope", ["shared/x"], "list_contains(scope, 'shared/x')"),
+                                        ("scope", ["shared/x", "nowhere"], "list_contains(scope, 'shared/x')"),
+                                        ("type", ["no.such.type"], "type = 'no.such.type'")]:
+                keyed = scope.keyed(kind, values)
+                if at == "side":
+                    assert keyed is None, "an overlay's rows have no keys: read visible"
+                    continue
+                seen = sorted(scope.rows(f"SELECT id FROM {keyed}"))
+                assert seen == sorted(scope.rows(f"SELECT id FROM visible WHERE {where}")), (at, tenant, values)
+            if at != "side":
+                assert len(scope.rows(f"SELECT id FROM {scope.keyed('scope', ['shared/x'])}")) == (1 if tenant else 2)
+        finally:
+            scope.close()
+            con.close()
 
 
 def test_an_unbound_scope_sees_every_tenant_and_scopes_do_not_share_views(two_tenants):

@@ -24,6 +24,7 @@ from ..gitstore import Git
 from . import history
 from .columns import COMP_COLUMNS, OBS_COLUMNS
 from .documents import Parsed, Version, index_records, index_terms, known, parse_for_cache, sort_parsed, version_row
+from .keyed import add_keyed
 from .load import FLUSH_ROWS, BatchLoader
 from .plan import Addition
 from .rows import PLAIN_LIMIT, insert_rows, observation_batch
@@ -136,6 +137,7 @@ def _load(adding: Adding, loader: BatchLoader | None, part: _Slice, first_row: i
         touch(adding.result, ((row["entity"], row["special"]) for row in obs_rows))
         index_terms(con, "obs_versions", "obs_terms", first_row)
         index_records(con, "obs_versions", "obs_records", first_row)
+        add_keyed(con, "obs_versions", first_row)
     insert_rows(con, "comp_versions", COMP_COLUMNS, part.comprehensions)
     if part.problem_rows:
         con.executemany("INSERT INTO problems VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", part.problem_rows)

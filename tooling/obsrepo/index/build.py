@@ -21,6 +21,7 @@ from .adding import add, touch
 from .engine import damage_errors
 from .entity_table import refresh_snapshots
 from .generations import publish
+from .keyed import close_keyed
 from .paths import unwritable
 from .plan import UpdatePlan, plan_update
 from .rows import SMALL_BATCH, insert_rows, utc
@@ -229,10 +230,11 @@ def _truncate(con: Any, keep: int) -> None:
     """Forget every chain commit after `keep`: the branch moved backwards or was rewritten."""
     for table in ("obs_versions", "comp_versions"):
         if table == "obs_versions":
-            for side in ("obs_records", "obs_terms", "obs_doclen", "obs_texts"):
+            for side in ("obs_records", "obs_terms", "obs_doclen", "obs_texts", "obs_keys"):
                 con.execute(f"DELETE FROM {side} WHERE row_id IN (SELECT row_id FROM obs_versions WHERE added_seq > ?)", [keep])
         con.execute(f"DELETE FROM {table} WHERE added_seq > ?", [keep])
         con.execute(f"UPDATE {table} SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
+    con.execute(f"UPDATE obs_keys SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
     con.execute("DELETE FROM problems WHERE added_seq > ?", [keep])
     con.execute(f"UPDATE problems SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])
 
@@ -251,6 +253,8 @@ def _remove(con: Any, removals: list[tuple[str, int]], result: BuildResult) -> i
             f"WHERE t.path = r.path AND t.removed_seq = {NOW} AND t.added_seq < r.seq{returning}"
         ).fetchall()
         if table == "obs_versions":
+            if changed:
+                close_keyed(con)
             touch(result, changed)
             count += len(changed)
         elif table == "comp_versions" and changed:

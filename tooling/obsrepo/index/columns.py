@@ -51,6 +51,12 @@ OBSERVATION = ["id", "timestamp", "source", "event", "type", "body", "scope", "e
                "committed_at", "declared_classification", "feedback_target", "feedback_outcome", "feedback_session",
                "reclassify_targets"]
 
+# obs_keys (keyed.py): a version's scopes and type as keys, with what a query filters and orders by
+KEYED = ["row_id", "added_seq", "removed_seq", "id", "timestamp", "source", "type", "entity", "tenant_org",
+         "tenant_project", "tenant_agent", "tenant_user", "class_rank"]
+OBS_KEYS: list[tuple[str, str, bool]] = [("key", "UBIGINT", True), ("kind", "VARCHAR", True), ("value", "VARCHAR", True)] + [
+    column for column in OBS_VERSIONS if column[0] in KEYED]
+
 OBS_COLUMNS = [name for name, _type, _nn in OBS_VERSIONS]
 COMP_COLUMNS = [name for name, _type, _nn in COMP_VERSIONS]
 

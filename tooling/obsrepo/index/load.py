@@ -5,7 +5,7 @@ Each batch goes at once into the printed records (`obs_records`, in row-id order
 after batch keeps) and the document lengths; its versions and BM25 terms go into temporary
 tables, which DuckDB keeps within its memory limit (spilling to disk beyond it). `finish`
 stores them in the order reads want: versions by entity (one entity's rows sit together, so
-most blocks are skipped) and terms by term, as one batch of the whole build would have been.
+most blocks are skipped), their scopes and types by key (keyed.py) and terms by term, as one batch of the whole build would have been.
 The terms are made on a second connection, on a thread, while the next batch is parsed and
 loaded: they are ~40 % of the load and share little with the rest."""
 
@@ -16,6 +16,7 @@ from typing import Any
 
 from .columns import OBS_COLUMNS
 from .documents import index_terms
+from .keyed import add_keyed
 from .schema import RECORD_COLUMNS
 
 FLUSH_ROWS = 5_000  # observation rows a build holds before loading them: bounds its memory
@@ -67,6 +68,7 @@ class BatchLoader:
                                             "INSERT INTO obs_terms SELECT * FROM staged_terms ORDER BY term, row_id")
             self.con.execute(f"INSERT INTO obs_versions ({_QUOTED}) SELECT {_QUOTED} FROM staged_obs "
                              "ORDER BY coalesce(entity, chr(65535)), id")
+            add_keyed(self.con, "staged_obs")
             self._wait()
         finally:
             self.close()

@@ -96,6 +96,15 @@ def effective_relation(con: Any, git: Git, commit: str, base: str, *, prefix: st
     `<prefix>_raised` and `<prefix>_expired` hold what changes (only when something does);
     returns (the SQL, the name of the raised table or None, whether every row of `base` is
     kept: nothing expired, no ceiling below the top)."""
+    raised, clauses = withheld(con, git, commit, base, prefix=prefix, ceiling=ceiling, include_expired=include_expired)
+    return effective_sql(base, raised, clauses), raised, not clauses
+
+
+def withheld(con: Any, git: Git, commit: str, base: str, *, prefix: str, ceiling: str | None = None,
+             include_expired: bool = False) -> tuple[str | None, list[str]]:
+    """What `effective_relation` changes about `base`: the name of the raised table (None when
+    nothing is raised) and the conditions (over alias `o`: its `row_id` and `class_rank`) a
+    row must meet to be seen."""
     raised: str | None = None
     if con.execute(f"SELECT 1 FROM {base} AS o WHERE o.reclassify_rank IS NOT NULL LIMIT 1").fetchone():
         raised = f"{prefix}_raised"
@@ -114,9 +123,14 @@ def effective_relation(con: Any, git: Git, commit: str, base: str, *, prefix: st
             clauses.append(f"o.row_id NOT IN (SELECT row_id FROM {expired})")
     if ceiling is not None and CLASSIFICATION_RANK[ceiling] < len(CLASSIFICATIONS) - 1:
         clauses.append(f"{_rank_expr(raised)} <= {CLASSIFICATION_RANK[ceiling]}")
+    return raised, clauses
+
+
+def effective_sql(base: str, raised: str | None, clauses: list[str]) -> str:
+    """The SQL of `base` with `withheld`'s answer applied."""
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     if raised is None:
-        return f"SELECT * FROM {base} AS o{where}", None, not clauses
+        return f"SELECT * FROM {base} AS o{where}"
     names = " ".join(f"WHEN {rank} THEN '{name}'" for rank, name in enumerate(CLASSIFICATIONS))
     return (f"SELECT o.* REPLACE ({_rank_expr(raised)} AS class_rank, CASE {_rank_expr(raised)} {names} END AS classification) "
-            f"FROM {base} AS o LEFT JOIN {raised} USING (row_id){where}"), raised, not clauses
+            f"FROM {base} AS o LEFT JOIN {raised} USING (row_id){where}")

@@ -65,10 +65,12 @@ def _naive_utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None)
 
 
-def _filters(request: QueryRequest) -> tuple[str, list[Any]]:
+def _filters(request: QueryRequest, keyed: str | None = None) -> tuple[str, list[Any]]:
+    """The request's conditions over `o`; `keyed`: the kind of key the relation was read by
+    (its rows hold one of the request's scopes already, and have no scope column)."""
     clauses: list[str] = ["TRUE"]
     params: list[Any] = []
-    if request.scopes:  # list_contains is cheaper than list_has_any
+    if request.scopes and keyed != "scope":  # list_contains is cheaper than list_has_any
         clauses.append("(" + " OR ".join("list_contains(o.scope, ?)" for _ in request.scopes) + ")")
         params.extend(request.scopes)
     if request.type is not None:
@@ -110,10 +112,11 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
     id): the page's records are fetched afterwards, so a query costs the same whatever the
     size of the bodies it skips."""
     request.validate()
-    where, params = where_matching(scope, request)
+    relation, keyed = _reading(scope, request)
+    where, params = where_matching(scope, request, keyed)
     direction = "DESC" if request.order == "desc" else "ASC"
     order = f"timestamp {direction}, id {direction}"
-    matching = f"SELECT o.row_id, o.timestamp, o.id FROM visible AS o WHERE {where}"
+    matching = f"SELECT o.row_id, o.timestamp, o.id FROM {relation} AS o WHERE {where}"
     page: list[tuple[int, float | None]]
     if request.semantic is not None:
         return _meaning_page(scope, matching, params, request, order)
@@ -165,9 +168,23 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
             "at_commit": scope.at_commit, "semantic_coverage": page.coverage}
 
 
-def where_matching(scope: ReadScope, request: QueryRequest) -> tuple[str, list[Any]]:
-    """The request's filters over `visible AS o` and, unless it includes them, no retracted row."""
-    where, params = _filters(request)
+def _reading(scope: ReadScope, request: QueryRequest) -> tuple[str, str | None]:
+    """The relation the matches are read from and the kind of key it was read by: a request
+    that names scopes or a type reads its rows by key (`ReadScope.keyed`: a few blocks, not a
+    scan of every row), where the keys can say; else `visible`."""
+    for kind, values in (("scope", request.scopes), ("type", (request.type,) if request.type is not None else ())):
+        if values:
+            relation = scope.keyed(kind, values)
+            if relation is not None:
+                return relation, kind
+            break
+    return "visible", None
+
+
+def where_matching(scope: ReadScope, request: QueryRequest, keyed: str | None = None) -> tuple[str, list[Any]]:
+    """The request's filters over `visible AS o` (or the relation `keyed` says it was read by)
+    and, unless it includes them, no retracted row."""
+    where, params = _filters(request, keyed)
     if not request.include_retracted:
         hidden = retracted_rows(scope)
         if hidden:

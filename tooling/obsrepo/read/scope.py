@@ -14,6 +14,8 @@ writes one. Relations a reader uses:
     visible_terms    BM25 terms of those rows (row_id, term, tf)
     visible_doclen   their token counts (row_id, doc_len)
     visible_records  their printed columns, by row id
+    keyed(kind, values)  the rows of `visible` with one of those scopes or that type, read by
+                     key from `obs_keys` (index/keyed.py) instead of a scan, where it can be
     obs_versions     every version ever indexed, within the binding (history, "ever known")
 
 Values are inlined as SQL literals (sequence numbers are integers, tenant values are quoted),
@@ -66,6 +68,7 @@ class ReadScope:
         self._weights: str | None = None
         self._special: list[Any] | None = None
         self._patched: int | None = None  # the chain position an overlay patches (off-chain commits)
+        self._keyed: str | None = None  # obs_keys as `visible` sees them (None: they cannot say)
         self._kept = False  # stewardship withholds nothing here (move_to)
         self._stale: Any = _UNKNOWN  # the entities whose stored snapshot may not be this commit's (None: every one)
         self.raised: str | None = None  # a temporary table (row_id, rank) of classifications raised by reclassify
@@ -132,6 +135,7 @@ class ReadScope:
             f"CREATE TEMP VIEW obs_versions AS SELECT * FROM {stored}.obs_versions WHERE {clause}",
             # the printed columns carry the tenant too: no join needed
             f"CREATE TEMP VIEW obs_records AS SELECT * FROM {stored}.obs_records WHERE {clause}",
+            f"CREATE TEMP VIEW obs_keys AS SELECT * FROM {stored}.obs_keys WHERE {clause}",
             *(f"CREATE TEMP VIEW {table} AS SELECT * FROM {stored}.{table} WHERE row_id IN (SELECT row_id FROM obs_versions)"
               for table in _BY_ROW_ID),
             # reduced over every tenant at build time: nothing of it is a bound caller's to read
@@ -144,11 +148,12 @@ class ReadScope:
             return
         seq_row = self.remember(("seq", at_commit), lambda: self.one("SELECT seq FROM commits WHERE sha = ?", [at_commit]))
         self._patched = None
+        chain: int | None = None  # `visible_all` is the stored rows at this chain position
         if seq_row is not None and self.drafts and at_commit == self.indexed_commit:
             self._with_drafts(int(seq_row[0]))
         elif seq_row is not None:
-            seq = int(seq_row[0])
-            self._views(f"SELECT * FROM obs_versions WHERE added_seq <= {seq} AND removed_seq > {seq}",
+            chain = int(seq_row[0])
+            self._views(f"SELECT * FROM obs_versions WHERE added_seq <= {chain} AND removed_seq > {chain}",
                         "obs_terms", "obs_doclen", "obs_records")
         else:
             self._patched = self._overlay(at_commit)
@@ -156,14 +161,34 @@ class ReadScope:
         self._weights = None
         self._special = None
         self._stale = _UNKNOWN
-        from ..index.stewardship import effective_relation
+        from ..index.stewardship import effective_sql, withheld
 
-        effective, self.raised, kept = effective_relation(self.con, self.git, at_commit, "visible_all", prefix="scope",
-                                                          ceiling=self.ceiling, include_expired=self.include_expired)
+        self.raised, clauses = withheld(self.con, self.git, at_commit, "visible_all", prefix="scope",
+                                        ceiling=self.ceiling, include_expired=self.include_expired)
+        effective, kept = effective_sql("visible_all", self.raised, clauses), not clauses
+        # the keys carry the declared rank: they answer for `visible` when nothing is raised
+        self._keyed = None if chain is None or self.raised is not None else " AND ".join(
+            [f"o.added_seq <= {chain}", f"o.removed_seq > {chain}", *clauses])
         # what the index's own tables were reduced over: the indexed commit, every tenant, every row
         self.as_indexed = kept and not self.tenant and not self.drafts and at_commit == self.indexed_commit
         self._kept = kept
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW visible AS {effective}")
+
+    def keyed(self, kind: str, values: tuple[str, ...] | list[str]) -> str | None:
+        """A relation of the rows of `visible` that hold one of `values` of `kind` ("scope" or
+        "type"), with the columns of `obs_keys` (not every column of `visible`): read by key,
+        without a scan. None where the keys cannot say (drafts, a commit off the chain, raised
+        classifications): read `visible` then. The values are written as literals, so the
+        hashes fold to the constants DuckDB compares with each block's min/max."""
+        if self._keyed is None or not values:
+            return None
+        from ..index.columns import KEYED
+
+        hashes = ", ".join(f"md5_number_upper({literal(f'{kind}:{value}')})" for value in values)
+        names = ", ".join(literal(value) for value in values)
+        distinct = "DISTINCT " if len(values) > 1 else ""  # a row with two of the values is one row
+        return (f"(SELECT {distinct}{', '.join(f'o.{name}' for name in KEYED)} FROM obs_keys AS o "
+                f"WHERE o.key IN ({hashes}) AND o.kind = {literal(kind)} AND o.value IN ({names}) AND {self._keyed})")
 
     @property
     def unfiltered(self) -> bool:
