@@ -159,10 +159,21 @@ def test_a_damaged_facts_store_is_ignored_and_built_again(repo: Repo) -> None:
     repo.commit("one more")
     repo.env.update(DEBUG)
     assert read(repo.check("--base", "HEAD~1")) == 3
-    store = repo.path / ".git" / "obsrepo" / "facts.marshal"
+    folder = repo.path / ".git" / "obsrepo"
+    store = folder / "facts.marshal"
+    (lookup,) = folder.glob("lookup-*.sqlite")  # the base tree's lookups, built from the facts
     data = store.read_bytes()
     for damaged in (data[: len(data) // 2], data[:40] + b"\xff" * (len(data) - 40)):
         store.write_bytes(damaged)
+        lookup.unlink()
         again = repo.check("--base", "HEAD~1")
         assert again.returncode == 0 and read(again) == 3 and again.issues == [], again
         assert read(repo.check("--base", "HEAD~1")) == 1  # whole again: only HEAD~1..HEAD is read
+    # a damaged lookup store is built again from the facts (nothing read), and still answers:
+    # the change's duplicate of a document of the base is found through it
+    repo.add(observation(obs_id(1), folder="observations/2026/elsewhere", entity="company/acme", event="again"))
+    whole = lookup.read_bytes()
+    for damaged in (whole[: len(whole) // 2], whole[:100] + b"\xff" * (len(whole) - 100), b""):
+        lookup.write_bytes(damaged)
+        again = repo.check("--base", "HEAD~1")
+        assert read(again) == 2 and [rule for _code, rule, _path in again.issues] == ["duplicate-id"], again

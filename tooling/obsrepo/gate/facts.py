@@ -71,6 +71,11 @@ class FactsStore:
             self._entries = _whole(load_entries(self.file, self.digest))
         return self._entries
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the file was read (a pull request's check on a known base never reads it)."""
+        return self._entries is not None
+
     def get(self, key: bytes) -> Compact | None:
         return self.entries.get(key)
 

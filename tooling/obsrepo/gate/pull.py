@@ -16,11 +16,12 @@ from typing import Any
 
 from ..format.rules import Analysis, kind_of
 from ..gitstore import Git
-from .analysis import Judged, analyze_source, analyzed
+from .analysis import Judged, analyze_source
 from .cache import AnalysisCache
 from .change import Wanted, rules_of_change
-from .facts import Compact, FactsStore, blob_key, matching
+from .facts import FactsStore, blob_key
 from .immutability import immutability_issues
+from .lookup import BaseLookup
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source
 
 
@@ -28,25 +29,27 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
                  progress: Callable[[int, int], None] | None = None) -> Judged:
     moved = _touched(git, base_sha, source) | (wanted or set())
     touched: list[Listed] = []
-    rest: list[Listed] = []
+    elsewhere: set[str] = set()  # not a document here any more: a symlink, a submodule where the base had one
     for item in source.listed:
-        if item.mode in REGULAR_MODES:
-            (touched if item.path in moved else rest).append(item)
+        if item.mode not in REGULAR_MODES:
+            elsewhere.add(item.path)
+        elif item.path in moved:
+            touched.append(item)
     off = AnalysisCache(None, {}, "")  # the changed documents are new to every cache: read them
     analyses = analyze_source(source.only(touched), off, progress)
     # what the change adds is `touched` (the rules of the change prefer the rest's documents)
     changed, _added = immutability_issues(git, base_sha, source, analyses, off, before=frozenset(), near=source.hashed)
-    known, read = _known(source, rest, facts, progress)
-    for item in touched:  # once merged, they are the rest of the next pull request
-        facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
+    lookup = BaseLookup.open(git, base_sha, facts, moved | elsewhere, progress)  # the rest: the base's tree but `moved`
+    if facts.loaded:  # once merged, they are the rest of the next pull request (never loaded for them alone)
+        for item in touched:
+            facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
 
     def context(asked: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
         # of each relation graph the change adds to, what its new edges reach, not the whole graph
-        reached = _reached(known, _graph_starts(analyses, asked.graph_types)) if asked.graph_types else set()
-        return list(matching(((p, c) for p, c in known if p not in leave_out), asked.ids, asked.hashes,
-                             asked.entities, set(), asked.relation_targets, reached))
+        reached = lookup.reached(_graph_starts(analyses, asked.graph_types)) if asked.graph_types else set()
+        return lookup.matching(asked.ids, asked.hashes, asked.entities, asked.relation_targets, reached, leave_out)
 
-    return Judged(analyses, changed, rules_of_change(analyses, context), off.missed + read)
+    return Judged(analyses, changed, rules_of_change(analyses, context), off.missed + lookup.read)
 
 
 def _graph_starts(analyses: dict[str, Analysis], types: set[str]) -> dict[str, set[str]]:
@@ -61,29 +64,6 @@ def _graph_starts(analyses: dict[str, Analysis], types: set[str]) -> dict[str, s
     return starts
 
 
-def _reached(known: list[tuple[str, Compact]], starts: dict[str, set[str]]) -> set[str]:
-    """The documents whose edges (of each type of `starts`) a walk from its entities follows: a
-    new edge u → v closes a cycle only through edges reachable from v, so the strongly connected
-    component holding it is whole among them; edges leaving u are there for the merge rule."""
-    edges: dict[str, dict[str, list[tuple[str, str]]]] = {kind: {} for kind in starts}
-    for path, compact in known:
-        if compact.__class__ is tuple and len(compact) == 5 and compact[4] is not None:
-            entity = compact[2]
-            for kind, target in compact[4][3]:
-                if kind in edges:
-                    edges[kind].setdefault(entity, []).append((target, path))
-    paths: set[str] = set()
-    for kind, entities in starts.items():
-        seen, todo = set(entities), list(entities)
-        while todo:
-            for target, path in edges[kind].get(todo.pop(), ()):
-                paths.add(path)
-                if target not in seen:
-                    seen.add(target)
-                    todo.append(target)
-    return paths
-
-
 def _touched(git: Git, base_sha: str, source: Source) -> set[str]:
     """The paths whose blob may differ from the merge base's: those git's index holds with
     another blob than the base (a comparison of trees, no file read) and those whose blob the
@@ -92,23 +72,6 @@ def _touched(git: Git, base_sha: str, source: Source) -> set[str]:
         before = {e.path: e.sha for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)}
         return {item.path for item in source.listed if before.get(item.path) != item.sha}
     return {c.path for c in git.diff("--cached", base_sha, "--", *DOCUMENT_ROOTS)} | source.hashed
-
-
-def _known(source: Source, rest: list[Listed], facts: FactsStore,
-           progress: Callable[[int, int], None] | None) -> tuple[list[tuple[str, Compact]], int]:
-    """The compact facts of every untouched document, and how many had to be read: blobs the
-    store does not know yet are read and analysed (a first run, new rules), their facts kept."""
-    found: list[tuple[str, Compact]] = []
-    unknown: list[Listed] = []
-    for item in rest:
-        compact = facts.get(blob_key(kind_of(item.path), item.sha))
-        if compact is None:
-            unknown.append(item)
-        else:
-            found.append((item.path, compact))
-    for item, analysis, _record in analyzed(source, unknown, progress):
-        found.append((item.path, facts.learn(blob_key(kind_of(item.path), item.sha), analysis.facts)))
-    return found, len(unknown)
 
 
 __all__ = ["judge_change"]

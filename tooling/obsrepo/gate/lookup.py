@@ -1,0 +1,208 @@
+"""A base tree's documents by key: what a pull request's check asks of the rest of the tree.
+
+`check --base B` judges the documents the change touches; the repository rules ask of the rest
+only lookups (is this id taken, this content recorded, this entity known, who retracts, who
+relates to X, the edges a walk of one relation type follows). Listing and loading the compact
+facts of a million documents for each pull request costs seconds and hundreds of megabytes, so
+each base tree gets a lookup store: an SQLite file (the standard library's) holding every
+document's compact facts (`facts.py`) indexed by id, content hash, entity and relation, read
+only for the keys asked (docs/design.md §2.7).
+
+It is valid for exactly one tree (its id is in the name and in the file) and one version of
+the rules; it is built by the first check against that base (from the facts store, reading
+only the blobs it does not know) and written atomically (a temporary file, then a rename). A
+file that is missing, damaged or of other rules is ignored and built again. The caller leaves
+out the paths its change touches: a deleted, renamed or edited document's keys no longer count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Set as AbstractSet
+from pathlib import Path
+from typing import Any
+
+from ..format.rules import kind_of
+from ..gitstore import Git
+from .analysis import analyzed
+from .facts import Compact, FactsStore, blob_key, expand
+from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, entries
+
+FORMAT = "lookup 1"
+KEPT = 3  # lookup stores kept in the folder (the newest): other bases' are removed as new ones are built
+_CHUNK = 500  # keys a statement (SQLite's limit on parameters is far above)
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE docs(path TEXT PRIMARY KEY, id TEXT, hash BLOB, entity TEXT, retracts INTEGER, compact BLOB);
+CREATE TABLE edges(kind TEXT, entity TEXT, target TEXT, path TEXT);
+"""
+_INDEXES = """
+CREATE INDEX docs_id ON docs(id);
+CREATE INDEX docs_hash ON docs(hash) WHERE hash IS NOT NULL;
+CREATE INDEX docs_entity ON docs(entity) WHERE entity IS NOT NULL;
+CREATE INDEX docs_retracts ON docs(retracts) WHERE retracts;
+CREATE INDEX edges_from ON edges(kind, entity);
+CREATE INDEX edges_to ON edges(target);
+"""
+
+
+class BaseLookup:
+    """The lookup store of one base tree, minus the paths `gone` (those the change touches)."""
+
+    def __init__(self, db: sqlite3.Connection, gone: AbstractSet[str], read: int) -> None:
+        self.db = db
+        self.gone = gone
+        self.read = read  # documents read from git to build it (0 when it was there)
+
+    @classmethod
+    def open(cls, git: Git, base_sha: str, facts: FactsStore, gone: AbstractSet[str],
+             progress: Callable[[int, int], None] | None = None) -> BaseLookup:
+        tree = git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip()
+        digest = f"{facts.digest or 'off'}-{FORMAT}-{tree}"
+        file = None if facts.file is None else facts.file.with_name(f"lookup-{tree}.sqlite")
+        if file is not None:
+            db = _valid(file, digest)
+            if db is not None:
+                return cls(db, gone, 0)
+        db, read = _build(git, base_sha, facts, file, digest, progress)
+        return cls(db, gone, read)
+
+    def matching(self, ids: set[str], hashes: set[str], entities: set[str], relation_targets: set[str],
+                 paths: AbstractSet[str], leave_out: AbstractSet[str]) -> list[tuple[str, dict[str, Any]]]:
+        """The documents `facts.matching` would give over the whole tree: those with one of these
+        ids, content hashes or entities, every retraction, every document relating to one of
+        `relation_targets`, and those at `paths`, as facts."""
+        found: dict[str, bytes] = {}
+        asks: list[tuple[str, Iterable[Any]]] = [
+            ("SELECT path, compact FROM docs WHERE id IN ({})", ids),
+            ("SELECT path, compact FROM docs WHERE hash IN ({})", [bytes.fromhex(h) for h in hashes]),
+            ("SELECT path, compact FROM docs WHERE entity IN ({})", entities),
+            ("SELECT path, compact FROM docs WHERE path IN ({})", paths),
+            ("SELECT path, compact FROM docs WHERE path IN (SELECT path FROM edges WHERE target IN ({}))",
+             relation_targets)]
+        for sql, keys in asks:
+            found.update(self._rows(sql, keys))
+        found.update(self.db.execute("SELECT path, compact FROM docs WHERE retracts").fetchall())
+        skip = self.gone | leave_out
+        return [(path, expand(marshal.loads(found[path]))) for path in sorted(found)  # type: ignore[misc]
+                if path not in skip]
+
+    def reached(self, starts: dict[str, set[str]]) -> set[str]:
+        """The documents whose edges (of each type of `starts`) a walk from its entities follows
+        (see `pull._reached`), asked entity by entity."""
+        paths: set[str] = set()
+        for kind, entities in starts.items():
+            seen, todo = set(entities), sorted(entities)
+            while todo:
+                for target, path in self.db.execute("SELECT target, path FROM edges WHERE kind = ? AND entity = ?",
+                                                     (kind, todo.pop())):
+                    if path in self.gone:
+                        continue
+                    paths.add(path)
+                    if target not in seen:
+                        seen.add(target)
+                        todo.append(target)
+        return paths
+
+    def _rows(self, sql: str, keys: Iterable[Any]) -> Iterator[tuple[str, bytes]]:
+        keys = list(keys)
+        for at in range(0, len(keys), _CHUNK):
+            part = keys[at:at + _CHUNK]
+            yield from self.db.execute(sql.format(",".join("?" * len(part))), part)
+
+
+def _valid(file: Path, digest: str) -> sqlite3.Connection | None:
+    """The store in `file` when it is whole and of these rules and this tree, else None."""
+    if not file.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("digest") != digest or str(db.execute("SELECT count(*) FROM docs").fetchone()[0]) != meta.get("docs"):
+            db.close()
+            return None
+        return db
+    except sqlite3.Error:  # damaged, truncated, not a database: built again
+        return None
+
+
+def _build(git: Git, base_sha: str, facts: FactsStore, file: Path | None, digest: str,
+           progress: Callable[[int, int], None] | None) -> tuple[sqlite3.Connection, int]:
+    """The store of the base tree, from the facts store (blobs it does not know are read and
+    learnt), written to `file` atomically; in memory only when there is no file to keep."""
+    listed = [e for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)
+              if e.mode in REGULAR_MODES and not e.path.endswith("/.gitkeep")]
+    unknown = [e for e in listed if facts.get(blob_key(kind_of(e.path), e.sha)) is None]
+    learnt: dict[str, Compact] = {}  # the store may keep nothing (no git directory, OBSREPO_NO_CACHE)
+    for item, analysis, _record in analyzed(entries(git, unknown), [Listed(e.path, e.sha, e.mode) for e in unknown],
+                                            progress):
+        learnt[item.path] = facts.learn(blob_key(kind_of(item.path), item.sha), analysis.facts)
+
+    def documents() -> Iterator[tuple[str, Compact | None]]:
+        for e in listed:
+            yield e.path, learnt[e.path] if e.path in learnt else facts.get(blob_key(kind_of(e.path), e.sha))
+
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=file.parent, prefix=".lookup-", suffix=".sqlite")
+        os.close(fd)
+        try:
+            db = sqlite3.connect(temporary)
+            _fill(db, documents(), digest)
+            db.close()
+            os.replace(temporary, file)
+            _prune(file)
+            return sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True), len(unknown)
+        except (OSError, sqlite3.Error):  # a read-only git directory only costs speed: built again next time
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+    db = sqlite3.connect(":memory:")
+    _fill(db, documents(), digest)
+    return db, len(unknown)
+
+
+def _fill(db: sqlite3.Connection, documents: Iterable[tuple[str, Compact | None]], digest: str) -> None:
+    db.execute("PRAGMA journal_mode = OFF")
+    db.execute("PRAGMA synchronous = OFF")
+    db.executescript(_SCHEMA)
+    counted = [0]
+    edges: list[tuple[str, str, str, str]] = []
+
+    def rows() -> Iterator[tuple[Any, ...]]:  # streamed: a million rows are never held at once
+        for path, compact in documents:
+            if not compact:  # invalid: the repository rules skip it
+                continue
+            assert isinstance(compact, tuple)
+            counted[0] += 1
+            if len(compact) == 1:
+                yield path, compact[0], None, None, 0, marshal.dumps(compact)
+                continue
+            doc_id, content, entity, _tenant, special = compact
+            yield path, doc_id, content, entity, 1 if special and special[2] else 0, marshal.dumps(compact)
+            for kind, target in special[3] if special else ():
+                edges.append((kind, entity, target, path))
+
+    db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?)", rows())
+    db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)", edges)
+    db.executescript(_INDEXES)
+    db.executemany("INSERT INTO meta VALUES (?, ?)", [("digest", digest), ("docs", str(counted[0]))])
+    db.commit()
+
+
+def _prune(file: Path) -> None:
+    """Keep the newest `KEPT` lookup stores: a base's store is of use while pull requests are made on it."""
+    try:
+        stores = sorted(file.parent.glob("lookup-*.sqlite"), key=lambda f: f.stat().st_mtime, reverse=True)
+        for old in stores[KEPT:]:
+            if old != file:
+                old.unlink()
+    except OSError:
+        pass
+
+
+__all__ = ["BaseLookup"]
