@@ -142,7 +142,7 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
         before = read.State()
     else:
         scope.move_to(decided.base)
-        before = read.state(scope)
+        before = read.state(scope, read.changing(scope, [decided.base, *(c.sha for c in new)]))
     base = before
     parents = {c.sha: (chain[i - 1].sha if i else None) for i, c in enumerate(chain)}
     indexed = {sha for (sha,) in scope.rows("SELECT sha FROM commits")}

@@ -4,9 +4,10 @@ retention apply exactly as they do to `query` and `snapshot`.
 
 A commit's *state* is what a reader sees as of it: the ids `query` would list (retracted ones
 left out) and every entity's snapshot. Publishing commit `s` after commit `s - 1` appends the
-difference of the two states: the observations that appeared (`added_seq = s`) with their
-fields and relations, the ones that went away (`removed_seq = s`), and the entities whose
-snapshot changed (`from_seq = s`).
+difference of the two states, read as one (`step`: only the ids the commit changes reach
+Python, and only the entities it touches are reduced): the observations that appeared
+(`added_seq = s`) with their fields and relations, the ones that went away (`removed_seq =
+s`), and the entities whose snapshot changed (`from_seq = s`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class State:
     merges: dict[str, str] = field(default_factory=dict)
     schemas: str = ""
     kept: bool = False  # its rows are the scope's `publication_kept` (the state computed last)
+    only: str = ""  # SQL of the ids that may change (`changing`); the others are not kept: "" keeps all
 
 
 @dataclass
@@ -61,18 +63,43 @@ class Change:
     entities: set[str] = field(default_factory=set)
 
 
-def state(scope: ReadScope) -> State:
-    """The state as of the scope's commit, kept in DuckDB for the next `step`."""
-    _keep(scope)
+def changing(scope: ReadScope, shas: list[str]) -> str:
+    """SQL of the ids whose rows or retraction may differ among the commits `shas` (a published
+    head and the chain after it), or "" when that cannot be told from the index alone: a
+    commit not on the indexed chain, a retention policy (what expires depends on the commit's
+    time) or a reclassification (it raises rows it does not touch). Otherwise `visible` at
+    each commit is the index's rows of its seq through a filter of each row alone (binding,
+    ceiling), so an id changes only where one of its rows is added or removed between them,
+    or a retraction of it is: an increment then compares those ids, not every visible row."""
+    from ..index.stewardship import retention_policies
+
+    seqs = [scope.one("SELECT seq FROM commits WHERE sha = ?", [sha]) for sha in shas]
+    if None in seqs or any(retention_policies(scope.git, sha) for sha in shas):
+        return ""
+    low, high = min(row[0] for row in seqs), max(row[0] for row in seqs)
+    if scope.one("SELECT 1 FROM obs_versions WHERE reclassify_rank IS NOT NULL AND added_seq <= ? AND removed_seq > ? "
+                 "LIMIT 1", [high, low]):
+        return ""
+    window = f"(added_seq > {low} AND added_seq <= {high} OR removed_seq > {low} AND removed_seq <= {high})"
+    scope.con.execute(f"CREATE OR REPLACE TEMP TABLE publication_changing AS SELECT id FROM obs_versions WHERE {window} "
+                      "UNION SELECT unnest(retracts) FROM obs_versions WHERE special AND len(retracts) > 0 AND " + window)
+    return "SELECT id FROM publication_changing"
+
+
+def state(scope: ReadScope, only: str = "") -> State:
+    """The state as of the scope's commit, kept in DuckDB for the next `step`; with `only`
+    (`changing`), just the rows of those ids."""
+    _keep(scope, only)
     scope.con.execute("DROP TABLE IF EXISTS publication_kept; ALTER TABLE publication_now RENAME TO publication_kept")
-    return _finish(scope, {i for (i,) in scope.rows("SELECT DISTINCT id FROM publication_kept WHERE gone")})
+    retracted = {i for (i,) in scope.rows(f"SELECT DISTINCT id FROM visible WHERE row_id IN ({retracted_sql('visible')})")}
+    return _finish(scope, retracted, only)
 
 
 def step(scope: ReadScope, before: State) -> tuple[State, Change]:
     """The state as of the scope's commit, and what changed since `before` (the state the
     scope computed last, or the empty one before a first commit): only the ids whose rows
     differ are read."""
-    _keep(scope)
+    _keep(scope, before.only)
     if before.kept:
         scope.con.execute(
             "CREATE OR REPLACE TEMP TABLE publication_differ AS SELECT DISTINCT id FROM (SELECT n.id FROM "
@@ -99,19 +126,20 @@ def step(scope: ReadScope, before: State) -> tuple[State, Change]:
     change.left = was.keys() - now.keys()
     change.appeared = {i: rows for i, rows in change.appeared.items() if i not in was}
     change.entities = {e for e in (was.get(i) or now.get(i) for i in change.left | change.appeared.keys()) if e}
-    return _finish(scope, retracted), change
+    return _finish(scope, retracted, before.only), change
 
 
-def _keep(scope: ReadScope) -> None:
+def _keep(scope: ReadScope, only: str) -> None:
     scope.con.execute("CREATE OR REPLACE TEMP TABLE publication_now AS SELECT id, entity, row_id, "
-                      f"row_id IN ({retracted_sql('visible')}) AS gone FROM visible")
+                      f"row_id IN ({retracted_sql('visible')}) AS gone FROM visible" + (f" WHERE id IN ({only})" if only else ""))
 
 
-def _finish(scope: ReadScope, retracted: set[str]) -> State:
+def _finish(scope: ReadScope, retracted: set[str], only: str) -> State:
     from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 
     special = special_rows(scope.con, "visible")
-    return State(listed=scope.one("SELECT EXISTS (SELECT 1 FROM publication_kept WHERE NOT gone)")[0],
+    listed = f"visible WHERE row_id NOT IN ({retracted_sql('visible')})" if only else "publication_kept WHERE NOT gone"
+    return State(listed=scope.one(f"SELECT EXISTS (SELECT 1 FROM {listed})")[0], only=only,
                  retracted=retracted, merges=merge_map(special, retracted_ids(special)), kept=True,
                  schemas=scope.git.run("ls-tree", scope.at_commit, ENTITY_SCHEMAS_DIR, check=False).decode("utf-8", "replace"))
 
