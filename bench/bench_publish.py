@@ -7,7 +7,8 @@ from bench/generate.py. Works on a `git clone` of REPO in a temporary folder (it
 Reports, with the baseline measured in the same run (whole processes, wall and CPU):
   index --full          the baseline
   first publish         the whole first-parent history into an empty catalog, ≤ 2× index --full
-  incremental           `obsrepo publish` after a commit of 10 observations, ≤ 1.5 s
+  incremental           `obsrepo publish` after a commit of 10 observations, ≤ 1.5 s; and, for five
+                        more such commits, `obsrepo index` alone and then the publish (the index's share)
   50 increments         the 1st and the 50th of 50 such publishes, and how the observations
                         table's metadata grew (snapshots, metadata.json bytes), 50th ≤ 1.5× 1st
   DuckDB as of X        one entity's snapshot as of an old commit, the SQL of docs/guide/publication.md
@@ -164,6 +165,13 @@ def main() -> None:
     (s1, b1), (s2, b2) = grown[0], grown[-1]
     say(f"observations metadata                : {s1} -> {s2} snapshots, metadata.json {b1:,} -> {b2:,} bytes "
         f"({(b2 - b1) / max(1, s2 - s1):,.0f} bytes per publish)")
+    split = []  # the same increment, the index brought to the commit first: what the update costs alone
+    for serial in range(args.increments, args.increments + 5):
+        add_commit(repo, serial, env)
+        split.append((run([*obsrepo, "index", "--quiet"], repo, env), run(publish, repo, env)))
+    say(f"  of it, obsrepo index alone         : {statistics.median(i[0] for i, _ in split):7.2f} / "
+        f"{statistics.median(i[1] for i, _ in split):7.2f}   then publish: {statistics.median(p[0] for _, p in split):.2f} / "
+        f"{statistics.median(p[1] for _, p in split):.2f}   median of {len(split)}")
     entity, cold, warm = duckdb_as_of(folder, old, args.reps)
     say(f"DuckDB snapshot of {entity} as of {old[:10]}: {cold:.3f} s cold (connect, load, scan), {warm * 1000:.1f} ms warm")
 
