@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -177,3 +178,9 @@ def test_a_damaged_facts_store_is_ignored_and_built_again(repo: Repo) -> None:
         lookup.write_bytes(damaged)
         again = repo.check("--base", "HEAD~1")
         assert read(again) == 2 and [rule for _code, rule, _path in again.issues] == ["duplicate-id"], again
+    # where the stores cannot be written (a file stands in their folder's place), the check
+    # builds its lookups in memory and judges the same
+    shutil.rmtree(folder)
+    folder.write_bytes(b"")
+    again = repo.check("--base", "HEAD~1")
+    assert read(again) == 4 and [rule for _code, rule, _path in again.issues] == ["duplicate-id"], again

@@ -148,10 +148,11 @@ def _build(git: Git, base_sha: str, facts: FactsStore, file: Path | None, digest
             yield e.path, learnt[e.path] if e.path in learnt else facts.get(blob_key(kind_of(e.path), e.sha))
 
     if file is not None:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=file.parent, prefix=".lookup-", suffix=".sqlite")
-        os.close(fd)
+        temporary = ""
         try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=file.parent, prefix=".lookup-", suffix=".sqlite")
+            os.close(fd)
             db = sqlite3.connect(temporary)
             _fill(db, documents(), digest)
             db.close()
@@ -159,8 +160,9 @@ def _build(git: Git, base_sha: str, facts: FactsStore, file: Path | None, digest
             _prune(file)
             return sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True), len(unknown)
         except (OSError, sqlite3.Error):  # a read-only git directory only costs speed: built again next time
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+            if temporary:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
     db = sqlite3.connect(":memory:")
     _fill(db, documents(), digest)
     return db, len(unknown)
