@@ -126,8 +126,10 @@ def test_the_action_keeps_the_checks_facts_between_runs_by_the_base_commit():
     check = next(s for s in steps if "obsrepo check" in s.get("run", ""))
     assert steps.index(cache) < steps.index(check)
     where = next(s for s in steps if s.get("id") == "facts")
-    assert "--git-common-dir" in where["run"] and "obsrepo/facts.marshal" in where["run"]
-    assert cache["with"]["path"] == "${{ steps.facts.outputs.file }}"
+    assert "--git-common-dir" in where["run"] and where["run"].startswith('echo "dir=') and "/obsrepo\"" in where["run"]
+    # the facts and the base tree's lookup store (gate/lookup.py names it lookup-<tree id>.sqlite)
+    assert cache["with"]["path"].splitlines() == ["${{ steps.facts.outputs.dir }}/facts.marshal",
+                                            "${{ steps.facts.outputs.dir }}/lookup-*.sqlite"]
     assert cache["with"]["key"] == "obsrepo-facts-${{ inputs.base || github.event.pull_request.base.sha || github.sha }}"
     assert cache["with"]["restore-keys"] == "obsrepo-facts-"
 
