@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from embedders import DIMENSION, EmbeddingServer, cosine, toy_vector, write_model
-from helpers import Repo
+from helpers import Repo, observation
 from test_extras import without
 
 SECRET = "sk-test-DO-NOT-PRINT-1234567890"
@@ -219,3 +219,36 @@ def test_model_files_are_the_library_layout(tmp_path):
     model = StaticModel.from_pretrained(str(write_model(tmp_path / "m")), force_download=False)
     assert model.dim == DIMENSION and sorted(p.name for p in Path(tmp_path / "m").iterdir()) == [
         "config.json", "model.safetensors", "tokenizer.json"]
+
+
+# -- loaded only when a text needs it ---------------------------------------------------------
+
+LOADED = ("import sys\nfrom obsrepo.cli import main\ntry:\n    main(prog_name='obsrepo')\nexcept SystemExit:\n    pass\n"
+          "print('tokenizers loaded:', 'tokenizers' in sys.modules, file=sys.stderr)")
+
+
+def index_run(repo: Repo, model: Path) -> subprocess.CompletedProcess:
+    """`obsrepo index`, saying on its last line whether the model's tokenizer was loaded."""
+    proc = subprocess.run([sys.executable, "-c", LOADED, "index"], cwd=repo.path,
+                          env={**repo.env, "OBSREPO_EMBEDDER": f"model2vec:{model}"}, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    return proc
+
+
+@needs_model2vec
+def test_index_reads_the_model_only_for_a_text_the_cache_lacks_and_says_when_it_is_damaged(committed, tmp_path):
+    model = write_model(tmp_path / "model")
+    committed.add(observation("obs-20260213-102500-0001", event="invoice paid", body="acme"))
+    committed.commit("one")
+    assert "tokenizers loaded: True" in index_run(committed, model).stderr  # its text embedded
+    committed.add(observation("obs-20260213-102600-0002", event="invoice paid", body="acme", source="other"))
+    committed.commit("the same text again")
+    quiet = index_run(committed, model).stderr
+    assert "tokenizers loaded: False" in quiet and "1 text with vectors, 0 pending" in quiet, quiet
+    (model / "tokenizer.json").write_text("{not json")  # damaged: a new kind of vector, whose texts need the model
+    committed.add(observation("obs-20260213-102700-0003", event="parcel late", body="acme"))
+    committed.commit("a new text")
+    damaged = index_run(committed, model).stderr
+    assert "2 pending" in damaged and "could not be read" in damaged and "obsrepo embed pull" in damaged, damaged
+    error = refusal(committed, "--embedder", f"model2vec:{model}", "parcel late", code=4)
+    assert error["code"] == "EMBEDDER_ERROR" and "obsrepo embed pull" in error["message"], error

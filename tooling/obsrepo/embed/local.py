@@ -10,6 +10,7 @@ costs a command more than the query: embed/static.py), so nothing here can downl
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from array import array
 from collections.abc import Sequence
@@ -28,33 +29,37 @@ HASHES = "model-hashes.json"  # in the embeddings folder: each local model's fil
 class Model2Vec:
     provider = "model2vec"
 
-    def __init__(self, folder: str, table: Any) -> None:
+    def __init__(self, folder: str, dimension: int, given: str) -> None:
         self.folder = folder
-        self._table = table
-        self.dimension = table.dim
+        self.dimension = dimension
+        self._given = given  # the folder as the user wrote it, for messages
+        self._table: Any = None
         self._memo: Path | None = None
         self._fingerprint: str | None = None
 
     @staticmethod
     def open(folder: str) -> Model2Vec:
-        """Load the model in `folder`; a folder that is missing, incomplete or unreadable is
-        EMBEDDER_ERROR (exit 4) naming the command that fetches one."""
+        """The model in `folder`, checked without loading it: its files are there, the extra
+        that reads them is installed and the weights' header gives the dimensions. A folder that
+        is missing, incomplete or unreadable is EMBEDDER_ERROR (exit 4) naming the command that
+        fetches one. The tokenizer and the token table are loaded by the first `embed`, so an
+        `index` with nothing new to embed pays for neither (docs/recall.md, "What it costs")."""
         path = os.path.abspath(os.path.expanduser(folder))
         absent = [name for name in MODEL_FILES if not os.path.isfile(os.path.join(path, name))]
         if absent:
             where = "is not a folder" if not os.path.isdir(path) else f"lacks {', '.join(absent)}"
             raise EmbedderFault(f"the model2vec model '{folder}' {where}: fetch one with `{PULL_HINT}` "
                                 f"(or another model2vec model's hub id)", provider="model2vec", model=folder)
+        if importlib.util.find_spec("tokenizers") is None:  # the semantic extra: named now, not at the first text
+            missing = ModuleNotFoundError("No module named 'tokenizers'", name="tokenizers")
+            raise missing_extra(missing) or missing
         try:
-            from .static import StaticTable
+            from .static import embedding_dimension
 
-            table = StaticTable(path)
-        except ModuleNotFoundError as exc:
-            raise (missing_extra(exc) or exc) from None
+            dimension = embedding_dimension(os.path.join(path, "model.safetensors"))
         except Exception as exc:  # noqa: BLE001 - any unreadable file of the folder is the same refusal
-            raise EmbedderFault(f"the model2vec model '{folder}' could not be read ({type(exc).__name__}: {exc}); "
-                                f"fetch it again with `{PULL_HINT}`", provider="model2vec", model=folder) from None
-        return Model2Vec(path, table)
+            raise _unreadable(folder, exc) from None
+        return Model2Vec(path, dimension, folder)
 
     @property
     def fingerprint(self) -> str:
@@ -62,8 +67,11 @@ class Model2Vec:
         the memo `remember_hashes_in` names while the files' sizes, times and inodes are those
         it was taken from."""
         if self._fingerprint is None:
-            identity = {"provider": self.provider, "weights": files_hash(self.folder, self._memo),
-                        "dimension": self.dimension}
+            try:
+                weights = files_hash(self.folder, self._memo)
+            except OSError as exc:  # a file gone or unreadable since `open`
+                raise _unreadable(self._given, exc) from None
+            identity = {"provider": self.provider, "weights": weights, "dimension": self.dimension}
             self._fingerprint = fingerprint_of(identity)
         return self._fingerprint
 
@@ -75,8 +83,30 @@ class Model2Vec:
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []
-        rows = self._table.encode(list(texts)).astype("float32", copy=False)
+        rows = self.load()._table.encode(list(texts)).astype("float32", copy=False)
         return [array("f", row.tobytes()) for row in rows]
+
+    def load(self) -> Model2Vec:
+        """Read the model's tokenizer and token table now (the first `embed` does): a file that
+        cannot be read is EMBEDDER_ERROR naming `obsrepo embed pull`, as at `open`."""
+        if self._table is None:
+            try:
+                from .static import StaticTable
+
+                table = StaticTable(self.folder)
+            except ModuleNotFoundError as exc:
+                raise (missing_extra(exc) or exc) from None
+            except Exception as exc:  # noqa: BLE001 - any unreadable file of the folder is the same refusal
+                raise _unreadable(self._given, exc) from None
+            if table.dim != self.dimension:  # the weights were replaced since `open`: another kind of vector
+                raise _unreadable(self._given, ValueError(f"{table.dim} dimensions, {self.dimension} when opened"))
+            self._table = table
+        return self
+
+
+def _unreadable(folder: str, exc: Exception) -> EmbedderFault:
+    return EmbedderFault(f"the model2vec model '{folder}' could not be read ({type(exc).__name__}: {exc}); "
+                         f"fetch it again with `{PULL_HINT}`", provider="model2vec", model=folder)
 
 
 def files_hash(folder: str, memo: Path | None = None) -> str:

@@ -110,14 +110,7 @@ def read_safetensors(path: str) -> dict[str, Any]:
     ValueError."""
     import numpy as np
 
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        (length,) = struct.unpack("<Q", handle.read(8).ljust(8, b"\0"))
-        if 8 + length > size:
-            raise ValueError(f"the safetensors header ({length} bytes) is longer than the file ({size} bytes)")
-        header = json.loads(handle.read(length).decode("utf-8"))
-    if not isinstance(header, dict):
-        raise ValueError("the safetensors header is not a JSON object")
+    header, length, size = _safetensors_header(path)
     data = np.memmap(path, dtype=np.uint8, mode="r")
     found = {}
     for name, tensor in header.items():
@@ -130,6 +123,32 @@ def read_safetensors(path: str) -> dict[str, Any]:
             raise ValueError(f"the tensor '{name}' ({tensor.get('dtype')}, {shape}) does not fit the file")
         found[name] = np.asarray(data[begin:end]).view(dtype).reshape(shape)
     return found
+
+
+def embedding_dimension(path: str) -> int:
+    """The dimensions of the 'embeddings' tensor of a safetensors file, from its header alone
+    (nothing of the tensors is read): what naming a model's vectors needs before any text is
+    embedded. A header that names no matrix of embeddings is ValueError."""
+    header, _length, _size = _safetensors_header(path)
+    tensor = header.get("embeddings")
+    shape = tensor.get("shape") if isinstance(tensor, dict) else None
+    if not isinstance(shape, list) or len(shape) != 2 or not all(isinstance(n, int) and n > 0 for n in shape):
+        raise ValueError("model.safetensors holds no 'embeddings' matrix")
+    return shape[1]
+
+
+def _safetensors_header(path: str) -> tuple[dict[str, Any], int, int]:
+    """The header of a safetensors file (an 8-byte little-endian length, then that much JSON),
+    its length and the file's size."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        (length,) = struct.unpack("<Q", handle.read(8).ljust(8, b"\0"))
+        if 8 + length > size:
+            raise ValueError(f"the safetensors header ({length} bytes) is longer than the file ({size} bytes)")
+        header = json.loads(handle.read(length).decode("utf-8"))
+    if not isinstance(header, dict):
+        raise ValueError("the safetensors header is not a JSON object")
+    return header, length, size
 
 
 def _unknown_token_id(tokenizer: Any) -> int | None:

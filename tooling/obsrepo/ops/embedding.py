@@ -62,7 +62,7 @@ def embed_pull(session: Session, request: EmbedPull) -> PulledModel:
     _download(request.hub_id, folder)
     from ..embed.local import Model2Vec
 
-    model = Model2Vec.open(folder)  # proof that what came is a model this provider reads
+    model = Model2Vec.open(folder).load()  # proof that what came is a model this provider reads
     return PulledModel({"hub_id": request.hub_id, "folder": folder, "embedder": f"model2vec:{folder}",
                         "fingerprint": model.fingerprint, "dimension": model.dimension})
 
