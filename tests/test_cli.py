@@ -93,10 +93,17 @@ def test_every_command_and_option_says_what_it_does_with_an_example() -> None:
 
 
 def test_every_command_prints_its_help_with_the_examples(repo: Repo) -> None:
-    for name in main.commands:
-        proc = repo.obsrepo(name, "--help")
-        assert proc.returncode == 0 and f"Usage: obsrepo {name}" in proc.stdout, proc
-        assert re.search(r"\n  Examples:\n    obsrepo ", proc.stdout), name
+    """Each command's help, in one process (click's runner over the same lazily loaded commands);
+    the first also as a whole `obsrepo` process (which wraps at the terminal's width)."""
+    runner = CliRunner()
+    for number, name in enumerate(main.commands):
+        done = runner.invoke(main, [name, "--help"], prog_name="obsrepo")
+        assert done.exit_code == 0, (name, done.output)
+        whole = [repo.obsrepo(name, "--help")] if number == 0 else []
+        assert all(proc.returncode == 0 for proc in whole), whole
+        for text in [done.output] + [proc.stdout for proc in whole]:
+            assert f"Usage: obsrepo {name}" in text, (name, text)
+            assert re.search(r"\n  Examples:\n    obsrepo ", text), name
 
 
 # --- exit codes ----------------------------------------------------------------------------------
