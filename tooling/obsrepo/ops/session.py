@@ -161,8 +161,6 @@ class Session:
         block: _Block | None = getattr(self._together, "block", None)
         sharing = block is not None and scoped and follow_head and not settings
         for attempt in (1, 2):
-            if block is not None and not sharing and self._live is None:
-                block.close()  # a second connection to the file could not take other settings while it is open
             # in a block, the watcher's drafts are attached whenever there are any: a scope reads them only when asked
             con = (block.connection(lambda: self._reader(True, overlay=True)) if block is not None and sharing
                    else self._reader(follow_head, stems, overlay=overlay and at is None, **settings))
