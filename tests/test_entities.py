@@ -247,3 +247,57 @@ def test_related_lists_a_merged_away_entity_only_through_its_survivor(repo):
     assert [e["entity_id"] for e in api.related("task/1", hops=5)["entities"]] == ["company/acme", "person/bo"]
     from_old = api.related("company/acme-old", hops=1)  # the merged-away start answers as its survivor
     assert [e["entity_id"] for e in from_old["entities"]] == ["person/bo", "task/1"]
+
+
+def test_related_equals_a_plain_walk_over_the_listed_relationships(repo):
+    """The walk (which gathers a busy neighbourhood's thousands of relationships by their place
+    in the kept graph) gives what a plain breadth-first walk over `relationships` gives, on a
+    graph with relationships stated twice, relations to oneself, three types, both ways."""
+    import random
+
+    chance = random.Random(7)
+    names = [f"node/{n:02d}" for n in range(24)]
+    kinds = ("DEPENDS_ON", "PART_OF", "REFERS_TO")
+    docs = [observation(f"obs-20260109-090000-{n:04d}", T1, entity=name, fields={"name": name}) for n, name in enumerate(names)]
+    for n in range(60):
+        source = chance.choice(names)
+        relations = []
+        for _ in range(chance.randint(1, 3)):  # DEPENDS_ON and PART_OF only onward: no cycle of them
+            kind, later = chance.choice(kinds), names[names.index(source) + 1:]
+            kind = kind if later else "REFERS_TO"
+            relations.append({"type": kind, "target": chance.choice(names if kind == "REFERS_TO" else later)})
+        if n % 7 == 0:
+            relations.append(dict(relations[0]))  # the same relationship twice
+        if n % 11 == 0:
+            relations.append({"type": "REFERS_TO", "target": source})  # to itself
+        docs.append(observation(f"obs-20260110-090000-{n:04d}", T1, entity=source, fields={"n": n}, relations=relations))
+    repo.add(*docs)
+    repo.commit("a tangle")
+    assert repo.check().returncode == 0, repo.check()
+    api = Repository(str(repo.path))
+    api.keep_open()
+    edges = {(r["observation_id"], r["type"], r["source_entity_id"], r["target_entity_id"]): r
+             for name in names for r in api.relationships(name)["relationships"]}
+
+    def walk(start, hops, direction, types):
+        """Distances by relaxation; the relationships used are those leaving an entity nearer than `hops`."""
+        steps = [(key, here, end) for key in edges if key[2] != key[3] and (not types or key[1] in types)
+                 for here, end, way in ((key[2], key[3], "out"), (key[3], key[2], "in")) if direction in (way, "both")]
+        distance = {start: 0}
+        for _ in range(hops):
+            distance.update({end: distance[here] + 1 for _, here, end in steps
+                             if here in distance and end not in distance and distance[here] < hops})
+        used = {key for key, here, _ in steps if distance.get(here, hops) < hops}
+        ordered = sorted(used, key=lambda k: (k[1], k[2], k[3], k[0]))
+        return sorted(set(distance) - {start}), [edges[k] for k in ordered], max(distance.values())
+
+    for start in names[::3]:
+        for hops in (1, 2, 3):
+            for direction in ("both", "out", "in"):
+                for types in ((), ("PART_OF",), ("DEPENDS_ON", "REFERS_TO")):
+                    near = api.related(start, hops=hops, direction=direction, types=types)
+                    others, rels, deepest = walk(start, hops, direction, types)
+                    assert [e["entity_id"] for e in near["entities"]] == others, (start, hops, direction, types)
+                    assert near["relationships"] == rels and near["total_relationships"] == len(rels)
+                    assert near["hops_traversed"] == deepest
+    api.close()

@@ -164,18 +164,30 @@ def _family(scope: ReadScope, entity: str) -> list[str]:
 
 class _Graph:
     """Every live relationship visible to a caller at one commit (retracted relations do not
-    count), by source and by target entity."""
+    count), by source and by target entity; and, for walks, each entity's steps: the other end
+    of each of its relationships (none to itself), with the relationship's place in the listing
+    order, so a walk's thousands of relationships are gathered and put in order as numbers."""
 
     def __init__(self, edges: list[dict[str, Any]]) -> None:
         self.edges = sorted(edges, key=EDGE_ORDER)
-        # each edge's place in the listing order, so a walk's thousands are put in order by a
-        # number rather than by comparing four strings (an edge is its own: `id` names it)
-        self.place = {id(edge): i for i, edge in enumerate(self.edges)}
         self.out: dict[str, list[dict[str, Any]]] = {}
         self.into: dict[str, list[dict[str, Any]]] = {}
-        for edge in self.edges:
-            self.out.setdefault(edge["source_entity_id"], []).append(edge)
-            self.into.setdefault(edge["target_entity_id"], []).append(edge)
+        # (other end, place, relationship) by entity: `ahead` follows relationships out, `behind` in.
+        # An observation that states one relationship twice lists it twice; a walk uses it once, so
+        # a relationship's place is that of the first of its equals (adjacent in this order).
+        self.ahead: dict[str, list[tuple[str, int, dict[str, Any]]]] = {}
+        self.behind: dict[str, list[tuple[str, int, dict[str, Any]]]] = {}
+        previous, place = None, -1
+        for i, edge in enumerate(self.edges):
+            key = EDGE_ORDER(edge)
+            if key != previous:
+                previous, place = key, i
+            source, target = edge["source_entity_id"], edge["target_entity_id"]
+            self.out.setdefault(source, []).append(edge)
+            self.into.setdefault(target, []).append(edge)
+            if source != target:
+                self.ahead.setdefault(source, []).append((target, place, edge))
+                self.behind.setdefault(target, []).append((source, place, edge))
 
 
 # What a commit holds never changes: the graph of a (commit, binding) is kept for the next
@@ -242,38 +254,39 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
         members.setdefault(survivor(merged, merges) or merged, []).append(merged)
     graph = _graph(scope)
 
-    sides = [(side == "out", edges) for side, edges in (("out", graph.out), ("in", graph.into)) if direction in (side, "both")]
+    sides = [(side == "out", edges, steps_of) for side, edges, steps_of in
+             (("out", graph.out, graph.ahead), ("in", graph.into, graph.behind)) if direction in (side, "both")]
 
-    def steps(here: str) -> list[tuple[str, dict[str, Any]]]:
-        """(entity one step away, the relationship) from `here`, as survivors."""
+    def steps(here: str) -> list[tuple[str, Any, dict[str, Any]]]:
+        """(entity one step away, the relationship's key, the relationship) from `here`, as
+        survivors; the key is the relationship's place in the graph when nothing is merged."""
+        if not merges:  # the graph's own steps
+            found = [step for _, _, steps_of in sides for step in steps_of.get(here, ())]
+            return [step for step in found if step[2]["type"] in types] if types else found
         found = []
         for member in (here, *members[here]) if here in members else (here,):
-            for outward, edges in sides:
+            for outward, edges, _ in sides:
                 for edge in edges.get(member, ()):
                     if types and edge["type"] not in types:
                         continue
-                    source, target = edge["source_entity_id"], edge["target_entity_id"]
-                    if merges:
-                        source, target = survivor(source, merges), survivor(target, merges)
-                        if source == target:
-                            continue  # a merge (or a relation inside one merged entity) leads nowhere new
-                        edge = dict(edge, source_entity_id=source, target_entity_id=target)
-                    elif source == target:
-                        continue
-                    found.append((target if outward else source, edge))
+                    source, target = survivor(edge["source_entity_id"], merges), survivor(edge["target_entity_id"], merges)
+                    if source == target:
+                        continue  # a merge (or a relation inside one merged entity) leads nowhere new
+                    edge = dict(edge, source_entity_id=source, target_entity_id=target)
+                    found.append((target if outward else source, (edge["observation_id"], edge["type"], source, target), edge))
         return found
 
     seen = {start}
     frontier = [start]
-    used: dict[tuple, dict] = {}
+    used: dict[Any, dict] = {}
     deepest = 0
     hop = 0
     while frontier and hop < hops:
         hop += 1
         following = set()
         for here in frontier:
-            for end, edge in steps(here):
-                used[(edge["observation_id"], edge["type"], edge["source_entity_id"], edge["target_entity_id"])] = edge
+            for end, key, edge in steps(here):
+                used[key] = edge
                 if end not in seen:
                     seen.add(end)
                     following.add(end)
@@ -283,9 +296,8 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
     others = sorted(seen - {start})
     if merges:  # each edge a copy with survivors for ends
         rels = sorted(used.values(), key=EDGE_ORDER)
-    else:  # the kept graph's own edges: in its order, as copies
-        place = graph.place
-        rels = [dict(e) for e in sorted(used.values(), key=lambda e: place[id(e)])]
+    else:  # the kept graph's own edges: in its order (their places), as copies
+        rels = [dict(used[place]) for place in sorted(used)]
     # `limit`: only the first entities by id are summarised (each one a reduction); the totals
     # and the relationships still cover every entity reached
     return {"entities": _summaries(scope, others if limit is None else others[:limit]), "relationships": rels,

@@ -200,11 +200,12 @@ class ReadScope:
     def special(self) -> list[Any]:
         """The special rows of `visible` (merges, retractions and their targets, as `Obs`): every
         reduction and merge map needs them, so they are read once per scope and commit, however
-        many questions (a page's, a preview's pages) share the scope."""
+        many questions (a page's, a preview's pages) share the scope; a kept-open generation
+        keeps them for every scope of the same view (a server's pages). Never changed in place."""
         if self._special is None:
             from ..index.reducer_rows import special_rows
 
-            self._special = special_rows(self.con, "visible")
+            self._special = self.remember(("special", *self.view_key()), lambda: special_rows(self.con, "visible"))
         return self._special
 
     def stored_fresh(self, entities: list[str]) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
-from ..index.reducer_rows import CANDIDATES, PLAIN_ROW, all_policies, as_plain_obs, load_policies
+from ..index.reducer_rows import CANDIDATES, PLAIN_ROW, all_policies, load_policies, plain_obs
 from ..times import format_timestamp
 from .scope import ReadScope
 
@@ -50,10 +50,10 @@ def _reduce(scope: ReadScope, entity: str, as_of: str | None, explain: bool) -> 
     # the special rows first, whole (a retraction's target among them, with its tenant); then
     # the family's ordinary rows, only the columns the reducer reads of those
     observations = {o.id: o for o in special_obs}
-    for row in scope.rows(f"SELECT {PLAIN_ROW} FROM visible AS o WHERE o.entity IN (SELECT unnest(?::VARCHAR[])) "
-                          "AND NOT o.special", [family]):
-        if row[0] not in observations:
-            observations[row[0]] = as_plain_obs(row)
+    rows = scope.rows(f"SELECT {PLAIN_ROW} FROM visible AS o WHERE o.entity IN (SELECT unnest(?::VARCHAR[])) "
+                      "AND NOT o.special", [family])
+    for obs in plain_obs(rows):
+        observations.setdefault(obs.id, obs)
     if not any(o.entity in family for o in observations.values()) and not _ever_known(scope, entity):
         raise NotFoundError(f"entity '{entity}' does not exist", code="ENTITY_NOT_FOUND", entity=entity)
     policies = load_policies(scope.git, scope.at_commit, target.split("/", 1)[0])
