@@ -301,3 +301,23 @@ def test_related_equals_a_plain_walk_over_the_listed_relationships(repo):
                     assert near["relationships"] == rels and near["total_relationships"] == len(rels)
                     assert near["hops_traversed"] == deepest
     api.close()
+
+
+def test_timeline_pages_through_observations_that_share_a_time_as_the_whole_list_orders_them(repo):
+    """Events of one time are ordered by event id; a page that cuts through them (only the rows
+    that can reach a page are ranked and hashed) is the same slice of the whole list."""
+    docs = [observation(f"obs-20260110-090000-{n:04d}", T1 if n < 6 else T2, entity="task/tie", fields={"n": n})
+            for n in range(8)]
+    repo.add(*docs)
+    repo.commit("six at one time, two later")
+    api = Repository(str(repo.path))
+    api.keep_open()
+    whole = api.timeline(entity="task/tie", event_type="Observed")
+    assert whole["total"] == 8 and [e["event_timestamp"] for e in whole["events"]][:2] == [T2, T2]
+    ties = [e["id"] for e in whole["events"][2:]]
+    assert ties == sorted(ties)
+    for limit in (1, 2, 3, 5):
+        for offset in range(0, 9):
+            page = api.timeline(entity="task/tie", event_type="Observed", limit=limit, offset=offset)
+            assert page["events"] == whole["events"][offset:offset + limit] and page["total"] == 8, (limit, offset)
+    api.close()
