@@ -16,7 +16,11 @@ application (routing, the door, the templates):
   overlay (the pull request not checked out: HEAD is off the indexed chain) and with the pull
   request checked out as in CI.
 
-Each line gives CPU beside wall: on a loaded machine the CPU time is the steadier figure.
+Each line gives CPU beside wall: on a loaded machine the CPU time is the steadier figure. The
+targets are judged on server time: from the moment the application is called until it hands
+over the last of the response, measured by a wrapper around the application (the test client's
+own work around it, a thread and an event loop per request, is the client's, and is shown as
+the round trip).
 
 Baselines, in the same run: each page's questions asked of the door directly (no web, no
 template), and `obsrepo diff --format json BASE HEAD` for the static preview.
@@ -44,27 +48,52 @@ def p95(samples: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-Samples = tuple[list[float], list[float]]  # wall seconds, CPU seconds of this process
+Samples = tuple[list[float], list[float], list[float]]  # wall seconds, CPU seconds of this process, server seconds
 
 
-def measure(call: Callable[[], object], runs: int) -> Samples:
+class ServerTime:
+    """An ASGI wrapper that keeps how long the application took with each request: from its
+    call to the hand-over of the response's last body part."""
+
+    def __init__(self, app: object) -> None:
+        self.app = app
+        self.times: list[float] = []
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)  # type: ignore[operator]
+            return
+        start = time.perf_counter()
+
+        async def timed(message: dict) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                self.times.append(time.perf_counter() - start)
+            await send(message)
+
+        await self.app(scope, receive, timed)  # type: ignore[operator]
+
+
+def measure(call: Callable[[], object], runs: int, server: ServerTime | None = None) -> Samples:
     call()  # warm: the first request of a kind loads its code and templates
     walls, cpus = [], []
+    if server is not None:
+        server.times.clear()
     for _ in range(runs):
         start, cpu = time.perf_counter(), time.process_time()
         call()
         walls.append(time.perf_counter() - start)
         cpus.append(time.process_time() - cpu)
-    return walls, cpus
+    return walls, cpus, list(server.times) if server is not None else walls
 
 
 def line(name: str, page: Samples, door: Samples, target: float) -> str:
-    (wall, cpu), (door_wall, door_cpu) = page, door
-    return (f"{name:<34} p95 {p95(wall) * 1000:7.1f} ms  median {statistics.median(wall) * 1000:7.1f} ms "
-            f"(CPU p95 {p95(cpu) * 1000:7.1f} ms, median {statistics.median(cpu) * 1000:7.1f} ms)  "
+    (wall, cpu, served), (door_wall, door_cpu, _) = page, door
+    return (f"{name:<34} server p95 {p95(served) * 1000:7.1f} ms  median {statistics.median(served) * 1000:7.1f} ms "
+            f"(round trip p95 {p95(wall) * 1000:7.1f} ms, median {statistics.median(wall) * 1000:7.1f} ms; "
+            f"CPU p95 {p95(cpu) * 1000:7.1f} ms, median {statistics.median(cpu) * 1000:7.1f} ms)  "
             f"(door alone: median {statistics.median(door_wall) * 1000:7.1f} ms, CPU {statistics.median(door_cpu) * 1000:7.1f} ms, "
-            f"x{statistics.median(wall) / statistics.median(door_wall):.2f}); "
-            f"target p95 <= {target * 1000:.0f} ms: {'ok' if p95(wall) <= target else 'MISSED'}")
+            f"x{statistics.median(served) / statistics.median(door_wall):.2f}); "
+            f"target p95 <= {target * 1000:.0f} ms: {'ok' if p95(served) <= target else 'MISSED'}")
 
 
 def main() -> int:
@@ -92,7 +121,8 @@ def run(repo: str, base: str, head: str, runs: int, static_runs: int, tmp: str) 
 
     session = Session(repo)
     session.keep_open()
-    client = TestClient(application(session), base_url="http://127.0.0.1:8765")
+    server = ServerTime(application(session))
+    client = TestClient(server, base_url="http://127.0.0.1:8765")
     session.read(lambda scope: None, scoped=False)
     settle()  # as `obsrepo serve` does before it listens
     busy = [row["entity"] for row in json.loads(obsrepo(repo, "sql", "--format", "json",
@@ -130,10 +160,10 @@ def run(repo: str, base: str, head: str, runs: int, static_runs: int, tmp: str) 
 
     print(f"{len(busy)} busy entities, {len(scopes)} scopes; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
           f"{runs} requests a page (the review: {max(5, runs // 4)})")
-    print(line("entity page", measure(entity_page, runs), measure(entity_door, runs), 0.050))
-    print(line("search page (scope filter)", measure(search_page, runs), measure(search_door, runs), 0.100))
+    print(line("entity page", measure(entity_page, runs, server), measure(entity_door, runs), 0.050))
+    print(line("search page (scope filter)", measure(search_page, runs, server), measure(search_door, runs), 0.100))
     review_runs = max(5, runs // 4)
-    print(line("review page (100 observations)", measure(review_page, review_runs), measure(review_door, review_runs), 1.0))
+    print(line("review page (100 observations)", measure(review_page, review_runs, server), measure(review_door, review_runs), 1.0))
     session.close()
 
     print(static_line("serve --static through an overlay", repo, base, head, static_runs, tmp))

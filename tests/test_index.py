@@ -1123,3 +1123,34 @@ def test_the_index_builds_with_numpy_and_without_pandas(make_repo) -> None:
     if importlib.util.find_spec("pandas") is None:
         out = repo.run(sys.executable, "-c", probe).stdout.split()
         assert out == ["absent", "3"], out
+
+
+def test_every_row_carries_its_entity_key_as_duckdb_spells_it(repo: Repo) -> None:
+    """`entity_key` (what a statement naming entities compares first) is DuckDB's
+    `md5_number_upper` of the entity on every row a build or an update stores, names beyond
+    ASCII and a quote included, and NULL without an entity; a snapshot finds such an entity
+    at the indexed commit, at a commit off the chain (an overlay's rows) and through the CLI."""
+    names = ["company/café", "person/日本語", "task/o'brien", "doc/a\\b"]
+    repo.add(*(observation(obs_id(n), entity=name, fields={"n": n}) for n, name in enumerate(names, 1)),
+             observation(obs_id(9), fields={}))
+    repo.commit("names beyond ASCII")
+    api = repository(repo)
+    api.index()
+    repo.add(observation(obs_id(10), entity=names[0], fields={"n": 10}, priority=200))
+    repo.commit("an update")
+    api.index()
+    index = repo.path / ".obsrepo" / "index.duckdb"
+    with reading(index) as con:
+        assert con.execute("SELECT count(*) FROM obs_versions WHERE entity IS NOT NULL").fetchone()[0] == 5
+        assert con.execute("SELECT count(*) FROM obs_versions WHERE entity_key IS DISTINCT FROM "
+                           "md5_number_upper(entity) OR (entity IS NULL) <> (entity_key IS NULL)").fetchone()[0] == 0
+    for n, name in enumerate(names, 1):
+        assert api.snapshot(name)["snapshot"]["n"] == (10 if n == 1 else n), name
+    repo.git("checkout", "-q", "-b", "side")
+    repo.add(observation(obs_id(11), entity=names[1], fields={"n": 11}, priority=300))
+    side = repo.commit("off the chain")
+    repo.git("checkout", "-q", "main")
+    assert api.snapshot(names[1], at=side)["snapshot"]["n"] == 11  # the overlay's row, found by its key
+    assert api.snapshot(names[1])["snapshot"]["n"] == 2
+    proc = repo.obsrepo("snapshot", names[2], "--format", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["snapshot"] == {"n": 3}, proc

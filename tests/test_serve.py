@@ -332,3 +332,21 @@ def test_the_static_preview_writes_the_review_and_every_touched_page_with_relati
     assert lone.returncode == 2 and "BASE..HEAD" in lone.stderr, lone
     bad = demo.repo.obsrepo("serve", "--static", str(out), "nowhere..HEAD")
     assert bad.returncode == 3 and "'nowhere' does not exist" in bad.stderr, bad
+
+
+def test_a_link_path_is_what_percent_encoding_gives_for_every_name():
+    """Names made only of what percent-encoding keeps are linked as they are (a page shows
+    hundreds); every other name is encoded exactly as `quote` would."""
+    import random
+    import string
+    from urllib.parse import quote
+
+    from obsrepo.serve.links import path
+
+    chance = random.Random(3)
+    alphabet = string.printable + "é✓\u0000\u2028%?#&<>\"' "
+    names = ["company/acme", "obs-20260110-090000-0001", "a b", "..", "../../etc", "x~y", "a:b@c", "", "<script>",
+             "javascript:alert(1)", "100%", "a?b#c", *("".join(chance.choice(alphabet) for _ in range(chance.randint(0, 12)))
+                                                     for _ in range(5000))]
+    for name in names:
+        assert path(name) == quote(name, safe="/:@"), name

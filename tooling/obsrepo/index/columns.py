@@ -28,6 +28,9 @@ OBS_VERSIONS: list[tuple[str, str, bool]] = [
     ("declared_classification", "VARCHAR", True), ("feedback_target", "VARCHAR", False),
     ("feedback_outcome", "VARCHAR", False), ("feedback_session", "VARCHAR", False),
     ("reclassify_targets", "VARCHAR[]", True), ("reclassify_rank", "TINYINT", False),
+    # the entity as a number (`entity_key`): a statement that names entities compares it first,
+    # a number per row instead of the text, and the text only where the number matched
+    ("entity_key", "UBIGINT", False),
 ]
 COMP_VERSIONS: list[tuple[str, str, bool]] = [
     ("row_id", "BIGINT", True), ("added_seq", "INTEGER", True), ("removed_seq", "INTEGER", True),
@@ -65,6 +68,30 @@ def quoted(name: str) -> str:
     return f'"{name}"' if name == "commit" else name
 
 
+def entity_key(entity: str | None) -> int | None:
+    """An entity's key: the first 64 bits of the MD5 of its UTF-8, as DuckDB's
+    `md5_number_upper` gives them (its first eight bytes, little-endian), so a statement can
+    spell the key of a literal in SQL. None for no entity."""
+    if entity is None:
+        return None
+    import hashlib
+
+    # a name no document can hold (a lone surrogate, from a URL) still has a key: it matches nothing
+    return int.from_bytes(hashlib.md5(entity.encode("utf-8", "surrogatepass")).digest()[:8], "little")
+
+
+def entity_clause(entities: list[str] | tuple[str, ...], alias: str = "o") -> tuple[str, list[Any]]:
+    """SQL (and its parameters) true for the rows of these entities: the keys, written as
+    literals so that a scan compares them before it reads anything else of a row, then the
+    names themselves (two entities that share a key never mix)."""
+    if not entities:
+        return "FALSE", []
+    keys = ", ".join(str(entity_key(entity)) for entity in entities)
+    if len(entities) == 1:
+        return f"{alias}.entity_key IN ({keys}) AND {alias}.entity = ?", [entities[0]]
+    return f"{alias}.entity_key IN ({keys}) AND {alias}.entity IN (SELECT unnest(?::VARCHAR[]))", [list(entities)]
+
+
 def column_list(names: list[str], alias: str = "") -> str:
     prefix = f"{alias}." if alias else ""
     return ", ".join(prefix + quoted(name) for name in names)
@@ -83,7 +110,7 @@ def arrow_types() -> dict[str, Any]:
     import pyarrow as pa
 
     text = pa.string()
-    by_sql = {"BIGINT": pa.int64(), "INTEGER": pa.int32(), "TINYINT": pa.int8(), "DOUBLE": pa.float64(),
+    by_sql = {"BIGINT": pa.int64(), "UBIGINT": pa.uint64(), "INTEGER": pa.int32(), "TINYINT": pa.int8(), "DOUBLE": pa.float64(),
               "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"),  # UTC; DuckDB TIMESTAMP
               "VARCHAR[]": pa.list_(text), RELATION: pa.list_(pa.struct([("type", text), ("target", text)]))}
     types = {name: by_sql[kind] for name, kind, _nn in OBS_VERSIONS + COMP_VERSIONS if kind in by_sql}

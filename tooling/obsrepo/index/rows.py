@@ -9,7 +9,7 @@ from operator import itemgetter
 from typing import Any
 
 from ..format.rules import moment_from_cache
-from .columns import OBS_COLUMNS, arrow_types
+from .columns import OBS_COLUMNS, arrow_types, entity_key
 from .schema import CLASSIFICATION_RANK
 
 SMALL_BATCH = 64  # rows per statement inserted with plain parameters rather than through Arrow
@@ -22,6 +22,7 @@ def _prepare(table: str, columns: list[str], rows: list[dict]) -> None:
         for row in rows:
             row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
             row["special"] = special(row)
+            row["entity_key"] = entity_key(row["entity"])
     for name in ("timestamp", "committed_at", "created", "updated"):
         if name in columns:
             for row in rows:
@@ -73,6 +74,7 @@ def observation_batch(versions: Sequence[tuple[Any, dict, int]], info: dict, tex
         "committed_at": [meta[2] for meta in metas],
         "class_rank": [CLASSIFICATION_RANK[record["classification"]] for record in records],
         "special": [special(record) for record in records],
+        "entity_key": [entity_key(record["entity"]) for record in records],
         "timestamp": _timestamps([record["timestamp"] for record in records], types["timestamp"]),
     }
     if text is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import NotFoundError, UsageError
 from ..format.vocabulary import entity_schema_path
 from ..gitstore import Git
+from ..index.columns import entity_clause
 from ..params import check_page
 from .query import RECORD_SQL, _record
 from .scope import ReadScope
@@ -143,12 +144,11 @@ def observations_of(scope: ReadScope, entity: str, limit: int = 50, offset: int 
     check_page(limit, offset)
     snap = snapshot(scope, entity)  # ENTITY_NOT_FOUND, merges
     family = _family(scope, entity)
+    clause, params = entity_clause(family)
     rows = scope.rows(
         f"SELECT {RECORD_SQL}, NULL AS score, count(*) OVER () AS total FROM visible AS o "
-        "WHERE o.entity IN (SELECT unnest(?::VARCHAR[])) ORDER BY o.timestamp DESC, o.id DESC LIMIT ? OFFSET ?",
-        [family, limit, offset])
-    total = rows[0][-1] if rows else scope.one(
-        "SELECT count(*) FROM visible AS o WHERE o.entity IN (SELECT unnest(?::VARCHAR[]))", [family])[0]
+        f"WHERE {clause} ORDER BY o.timestamp DESC, o.id DESC LIMIT ? OFFSET ?", [*params, limit, offset])
+    total = rows[0][-1] if rows else scope.one(f"SELECT count(*) FROM visible AS o WHERE {clause}", params)[0]
     return {"entity_id": snap["entity_id"], "observations": [_record(r, False) for r in rows], "total": total,
             "limit": limit, "offset": offset}
 
@@ -261,9 +261,9 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
         """(entity one step away, the relationship's key, the relationship) from `here`, as
         survivors; the key is the relationship's place in the graph when nothing is merged."""
         if not merges:  # the graph's own steps
-            found = [step for _, _, steps_of in sides for step in steps_of.get(here, ())]
-            return [step for step in found if step[2]["type"] in types] if types else found
-        found = []
+            own: list[tuple[str, Any, dict[str, Any]]] = [step for _, _, steps_of in sides for step in steps_of.get(here, ())]
+            return [step for step in own if step[2]["type"] in types] if types else own
+        found: list[tuple[str, Any, dict[str, Any]]] = []
         for member in (here, *members[here]) if here in members else (here,):
             for outward, edges, _ in sides:
                 for edge in edges.get(member, ()):
@@ -366,11 +366,11 @@ def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None
     from ..times import format_timestamp
 
     check_page(limit, offset)
-    clause, extra = "o.entity IS NOT NULL", []
+    clause = "o.entity IS NOT NULL"
+    extra: list[Any] = []
     if entity:
-        family = _family(scope, entity)
-        clause += " AND o.entity IN (SELECT unnest(?::VARCHAR[]))"
-        extra.append(family)
+        named, extra = entity_clause(_family(scope, entity))
+        clause += f" AND {named}"
     low = format_timestamp(after) if after else None
     high = format_timestamp(before) if before else None
     events = [e for e in _field_events(scope, entity or None, clause, extra)

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
+from ..index.columns import entity_clause
 from ..index.reducer_rows import CANDIDATES, PLAIN_ROW, all_policies, load_policies, plain_obs
 from ..times import format_timestamp
 from .scope import ReadScope
@@ -50,8 +51,8 @@ def _reduce(scope: ReadScope, entity: str, as_of: str | None, explain: bool) -> 
     # the special rows first, whole (a retraction's target among them, with its tenant); then
     # the family's ordinary rows, only the columns the reducer reads of those
     observations = {o.id: o for o in special_obs}
-    rows = scope.rows(f"SELECT {PLAIN_ROW} FROM visible AS o WHERE o.entity IN (SELECT unnest(?::VARCHAR[])) "
-                      "AND NOT o.special", [family])
+    clause, params = entity_clause(family)
+    rows = scope.rows(f"SELECT {PLAIN_ROW} FROM visible AS o WHERE {clause} AND NOT o.special", params)
     for obs in plain_obs(rows):
         observations.setdefault(obs.id, obs)
     if not any(o.entity in family for o in observations.values()) and not _ever_known(scope, entity):
@@ -79,7 +80,8 @@ def _stored(scope: ReadScope, entity: str, target: str) -> dict[str, Any] | None
 
 
 def _ever_known(scope: ReadScope, entity: str) -> bool:
-    return scope.one("SELECT 1 FROM obs_versions WHERE entity = ? LIMIT 1", [entity]) is not None
+    clause, params = entity_clause([entity])
+    return scope.one(f"SELECT 1 FROM obs_versions AS o WHERE {clause} LIMIT 1", params) is not None
 
 
 def provenance(scope: ReadScope, entity: str, field: str) -> dict[str, Any]:

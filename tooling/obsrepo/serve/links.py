@@ -8,15 +8,20 @@ link, and where to."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from urllib.parse import quote, urlencode
 
 from markupsafe import Markup, escape
 
+# what `quote` leaves as it is (letters, digits, `_.-~`, and the readable `/:@`): most ids are only
+# that, and a page shows hundreds of them
+_KEPT = re.compile(r"[A-Za-z0-9_.~/:@-]*").fullmatch
+
 
 def path(text: str) -> str:
     """A path segment kept readable (`company/acme` stays), everything else percent-encoded."""
-    return quote(text, safe="/:@")
+    return text if _KEPT(text) else quote(text, safe="/:@")
 
 
 class Links:
