@@ -71,9 +71,7 @@ def _near_head(git: Git, near: AbstractSet[str], source: Source) -> tuple[list[E
     moved = git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)  # the work tree's own changes are `near`
     reference = [Entry(c.old_mode, c.old_sha, c.path) for c in moved if c.status != "A"]
     paths = set(near) | {c.path for c in moved}
-    unnamed = sorted(set(near) - {c.path for c in moved})
-    for start in range(0, len(unnamed), 500):  # HEAD's entry of a path git did not name, if any
-        reference += git.ls_tree("HEAD", *(f":(literal){p}" for p in unnamed[start:start + 500]))
+    reference += git.ls_tree_at("HEAD", set(near) - {c.path for c in moved})  # HEAD's entry of a path git did not name
     return reference, [item for item in source.listed if item.path in paths]
 
 

@@ -7,27 +7,87 @@ never read again once known. Immutability is still checked commit by commit over
 and the work tree (docs/design.md §2.6, §8). Problems of documents the change does not touch
 are not reported again: the base was checked when it was merged (as `obsrepo diff` judges a
 change, `change.py`).
+
+Once the base tree's lookup store is kept, the work tree is not listed whole either (`Near`):
+only the paths where git's index or the work tree differ from the base, or from HEAD, are
+listed; the rest is the base's, counted from the store. git is asked the attributes of those
+paths only, when the store says git converts none of the base's documents (under the attribute
+files outside the tree as they are now) and the work tree has the base's `.gitattributes` in
+every folder that holds a document; any other case lists everything and asks git about it all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..format.rules import Analysis, kind_of
-from ..gitstore import Git
+from ..gitstore import Change, Entry, Git
 from .analysis import Judged, analyze_source
+from .attributes import ATTRIBUTES, attribute_files_unchanged, autocrlf, outside_digest
 from .cache import AnalysisCache
 from .change import Wanted, rules_of_change
 from .facts import FactsStore, blob_key
 from .immutability import immutability_issues
 from .lookup import BaseLookup
-from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Source
+from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Rest, Source
+
+
+class Near:
+    """The listing of a work tree near a base tree whose lookup store is kept (see the module's
+    docstring); called by `worktree_in_git` with the paths where the work tree differs from git's
+    index, it gives git's index entries to list and the base's rest, or None: list everything."""
+
+    def __init__(self, git: Git, base_sha: str, lookup: BaseLookup | None, wanted: frozenset[str] | None) -> None:
+        self.git, self.base_sha, self.lookup, self.wanted = git, base_sha, lookup, wanted
+        self.moved: list[Change] | None = None  # git's index against the base, when it was listed near it
+
+    @classmethod
+    def open(cls, git: Git, base_sha: str, facts: FactsStore, wanted: frozenset[str] | None) -> Near:
+        return cls(git, base_sha, BaseLookup.kept(git, base_sha, facts), wanted)
+
+    def __call__(self, named: list[str]) -> tuple[list[Entry], Rest] | None:
+        git, lookup = self.git, self.lookup
+        if lookup is None or lookup.meta("documents") is None or not git.has_head():
+            return None
+        if lookup.meta("attributes") != outside_digest(git) or autocrlf(git):
+            return None  # git may convert a document of the rest: every path is asked and hashed
+        moved = git.diff("--cached", self.base_sha, "--", *DOCUMENT_ROOTS)
+        if any(c.status == "U" for c in moved):
+            return None  # unresolved conflicts: the whole listing says so
+        changed = {c.path for c in moved}
+        paths = changed | set(named) | set(self.wanted or ()) | {
+            c.path for c in git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)}  # immutability compares with HEAD
+        if not attribute_files_unchanged(git.root, [*lookup.folders(), *_folders(paths)], lookup.attribute_files()):
+            return None
+        index = {c.path: Entry(c.new_mode, c.new_sha, c.path) for c in moved if c.status != "D"}
+        base = {c.path: Entry(c.old_mode, c.old_sha, c.path) for c in moved if c.status != "A"}
+        for entry in git.ls_tree_at(self.base_sha, paths - changed):  # git's index holds the base's there
+            if entry.path not in changed:
+                index[entry.path] = base[entry.path] = entry
+        self.moved = moved
+        documents = int(lookup.meta("documents") or 0) - sum(
+            1 for e in base.values() if e.mode in REGULAR_MODES and kind_of(e.path) != "other"
+            and not e.path.endswith("/.gitkeep"))
+        not_files = [Listed(path, sha, mode) for path, mode, sha in lookup.not_files() if path not in base]
+        return list(index.values()), Rest(not_files, documents)
+
+
+def _folders(paths: Iterable[str]) -> set[str]:
+    """The folders above these paths ("" the root)."""
+    found = {""}
+    for path in paths:
+        folder = path.rpartition("/")[0]
+        while folder not in found:
+            found.add(folder)
+            folder = folder.rpartition("/")[0]
+    return found
 
 
 def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wanted: frozenset[str] | None,
-                 progress: Callable[[int, int], None] | None = None) -> Judged:
-    moved = _touched(git, base_sha, source) | (wanted or set())
+                 progress: Callable[[int, int], None] | None = None, near: Near | None = None,
+                 converted: list[tuple[str, str, str]] | None = None) -> Judged:
+    moved = _touched(git, base_sha, source, near) | (wanted or set())
     touched: list[Listed] = []
     elsewhere: set[str] = set()  # not a document here any more: a symlink, a submodule where the base had one
     for item in source.listed:
@@ -39,7 +99,13 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
     analyses = analyze_source(source.only(touched), off, progress)
     # what the change adds is `touched` (the rules of the change prefer the rest's documents)
     changed, _added = immutability_issues(git, base_sha, source, analyses, off, before=frozenset(), near=source.hashed)
-    lookup = BaseLookup.open(git, base_sha, facts, moved | elsewhere, progress)  # the rest: the base's tree but `moved`
+    if near is not None and near.lookup is not None:
+        lookup = near.lookup
+        lookup.gone = moved | elsewhere
+    else:
+        lookup = BaseLookup.open(git, base_sha, facts, moved | elsewhere, progress)  # the rest: the base's tree but `moved`
+        if lookup.paths is not None and source.rest is None and not converted:
+            _remember_attributes(git, lookup, source)
     if facts.loaded:  # once merged, they are the rest of the next pull request (never loaded for them alone)
         for item in touched:
             facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
@@ -64,14 +130,27 @@ def _graph_starts(analyses: dict[str, Analysis], types: set[str]) -> dict[str, s
     return starts
 
 
-def _touched(git: Git, base_sha: str, source: Source) -> set[str]:
+def _remember_attributes(git: Git, lookup: BaseLookup, source: Source) -> None:
+    """Keep in the store just built that git converts none of the base's files, when this check
+    asked git about every one of them (those the work tree lists as files, and the others now)
+    with the base's .gitattributes in the work tree and found nothing."""
+    asked = {item.path for item in source.listed if item.mode in REGULAR_MODES}
+    rest = [path for path in lookup.paths or () if path not in asked]
+    if attribute_files_unchanged(git.root, lookup.folders(), lookup.attribute_files()) \
+            and not git.check_attr(rest, ATTRIBUTES):
+        lookup.remember("attributes", outside_digest(git))
+
+
+def _touched(git: Git, base_sha: str, source: Source, near: Near | None) -> set[str]:
     """The paths whose blob may differ from the merge base's: those git's index holds with
     another blob than the base (a comparison of trees, no file read) and those whose blob the
     index does not vouch for (`Source.hashed`: changed, untracked, converted by attributes)."""
     if source.hashed is None:  # blobs not vouched for by git's index: compare every one
         before = {e.path: e.sha for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)}
         return {item.path for item in source.listed if before.get(item.path) != item.sha}
-    return {c.path for c in git.diff("--cached", base_sha, "--", *DOCUMENT_ROOTS)} | source.hashed
+    moved = near.moved if near is not None and near.moved is not None else \
+        git.diff("--cached", base_sha, "--", *DOCUMENT_ROOTS)
+    return {c.path for c in moved} | source.hashed
 
 
-__all__ = ["judge_change"]
+__all__ = ["Near", "judge_change"]

@@ -198,6 +198,14 @@ class Git:
             entries.append(Entry(sys.intern(mode), sha, path.decode("utf-8", "surrogateescape")))
         return entries
 
+    def ls_tree_at(self, commit: str, paths: Iterable[str]) -> list[Entry]:
+        """`commit`'s entries at exactly these paths (those it has), a few hundred a process."""
+        named = sorted(paths)
+        entries: list[Entry] = []
+        for start in range(0, len(named), 500):
+            entries += self.ls_tree(commit, *(f":(literal){p}" for p in named[start:start + 500]))
+        return entries
+
     def diff(self, *args: str) -> list[Change]:
         """`git diff --raw -z --no-renames ARGS`: renames are never detected away."""
         out = self.run("diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--abbrev=40", *args)
