@@ -18,7 +18,7 @@ every folder that holds a document; any other case lists everything and asks git
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from ..format.rules import Analysis, kind_of
@@ -31,6 +31,8 @@ from .facts import FactsStore, blob_key
 from .immutability import immutability_issues
 from .lookup import BaseLookup
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Rest, Source
+
+_UNDER_ROOTS = tuple(f"{root}/" for root in DOCUMENT_ROOTS)
 
 
 class Near:
@@ -52,14 +54,15 @@ class Near:
             return None
         if lookup.meta("attributes") != outside_digest(git) or autocrlf(git):
             return None  # git may convert a document of the rest: every path is asked and hashed
+        if not attribute_files_unchanged(git.root, lookup.folders(), lookup.attribute_files()):
+            return None  # the rest's attributes may differ from the base's (those of what is listed are asked)
         moved = git.diff("--cached", self.base_sha, "--", *DOCUMENT_ROOTS)
         if any(c.status == "U" for c in moved):
             return None  # unresolved conflicts: the whole listing says so
         changed = {c.path for c in moved}
-        paths = changed | set(named) | set(self.wanted or ()) | {
+        asked = {path for path in self.wanted or () if path.startswith(_UNDER_ROOTS)}
+        paths = changed | set(named) | asked | {
             c.path for c in git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)}  # immutability compares with HEAD
-        if not attribute_files_unchanged(git.root, [*lookup.folders(), *_folders(paths)], lookup.attribute_files()):
-            return None
         index = {c.path: Entry(c.new_mode, c.new_sha, c.path) for c in moved if c.status != "D"}
         base = {c.path: Entry(c.old_mode, c.old_sha, c.path) for c in moved if c.status != "A"}
         for entry in git.ls_tree_at(self.base_sha, paths - changed):  # git's index holds the base's there
@@ -71,17 +74,6 @@ class Near:
             and not e.path.endswith("/.gitkeep"))
         not_files = [Listed(path, sha, mode) for path, mode, sha in lookup.not_files() if path not in base]
         return list(index.values()), Rest(not_files, documents)
-
-
-def _folders(paths: Iterable[str]) -> set[str]:
-    """The folders above these paths ("" the root)."""
-    found = {""}
-    for path in paths:
-        folder = path.rpartition("/")[0]
-        while folder not in found:
-            found.add(folder)
-            folder = folder.rpartition("/")[0]
-    return found
 
 
 def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wanted: frozenset[str] | None,
