@@ -125,11 +125,11 @@ def worktree(root: str) -> Source:
 # given the paths where the work tree differs from git's index: git's index entries there and
 # wherever else the listing may differ from a base tree, and that tree's part (the rest); None:
 # the whole index is listed
-Near = Callable[[list[str]], "tuple[list[Entry], Rest] | None"]
+NearListing = Callable[[list[str]], "tuple[list[Entry], Rest] | None"]
 
 
 def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | None = None,
-                    near: Near | None = None) -> Source:
+                    near: NearListing | None = None) -> Source:
     """The work tree as git sees it: files git knows unchanged are taken at their index blob id
     (no read, no hash); changed and untracked files are read from disk. Much faster than
     reading every file when the analysis cache already knows most blobs. With `near`, only
