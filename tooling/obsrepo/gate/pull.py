@@ -43,6 +43,7 @@ class Near:
     def __init__(self, git: Git, base_sha: str, lookup: BaseLookup | None, wanted: frozenset[str] | None) -> None:
         self.git, self.base_sha, self.lookup, self.wanted = git, base_sha, lookup, wanted
         self.moved: list[Change] | None = None  # git's index against the base, when it was listed near it
+        self.indexed: list[Change] | None = None  # and against HEAD
 
     @classmethod
     def open(cls, git: Git, base_sha: str, facts: FactsStore, wanted: frozenset[str] | None) -> Near:
@@ -60,15 +61,15 @@ class Near:
         if any(c.status == "U" for c in moved):
             return None  # unresolved conflicts: the whole listing says so
         changed = {c.path for c in moved}
+        indexed = git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)  # immutability compares the listing with HEAD
         asked = {path for path in self.wanted or () if path.startswith(_UNDER_ROOTS)}
-        paths = changed | set(named) | asked | {
-            c.path for c in git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)}  # immutability compares with HEAD
+        paths = changed | set(named) | asked | {c.path for c in indexed}
         index = {c.path: Entry(c.new_mode, c.new_sha, c.path) for c in moved if c.status != "D"}
         base = {c.path: Entry(c.old_mode, c.old_sha, c.path) for c in moved if c.status != "A"}
         for entry in git.ls_tree_at(self.base_sha, paths - changed):  # git's index holds the base's there
             if entry.path not in changed:
                 index[entry.path] = base[entry.path] = entry
-        self.moved = moved
+        self.moved, self.indexed = moved, indexed
         documents = int(lookup.meta("documents") or 0) - sum(
             1 for e in base.values() if e.mode in REGULAR_MODES and kind_of(e.path) != "other"
             and not e.path.endswith("/.gitkeep"))
@@ -90,7 +91,8 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
     off = AnalysisCache(None, {}, "")  # the changed documents are new to every cache: read them
     analyses = analyze_source(source.only(touched), off, progress)
     # what the change adds is `touched` (the rules of the change prefer the rest's documents)
-    changed, _added = immutability_issues(git, base_sha, source, analyses, off, before=frozenset(), near=source.hashed)
+    changed, _added = immutability_issues(git, base_sha, source, analyses, off, before=frozenset(), near=source.hashed,
+                                          indexed=near.indexed if near is not None else None)
     if near is not None and near.lookup is not None:
         lookup = near.lookup
         lookup.gone = moved | elsewhere
