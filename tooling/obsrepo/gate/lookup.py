@@ -174,11 +174,15 @@ def _valid(file: Path, digest: str) -> sqlite3.Connection | None:
     try:
         db = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("digest") != digest or str(db.execute("SELECT count(*) FROM docs").fetchone()[0]) != meta.get("docs"):
+        # whole: as long as its header says (a truncated copy is not), its last row where the
+        # count of rows says (rows are numbered as written; a count would read every row's key)
+        pages, size = (db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "page_size"))
+        if meta.get("digest") != digest or file.stat().st_size != pages * size \
+                or str(db.execute("SELECT max(rowid) FROM docs").fetchone()[0] or 0) != meta.get("docs"):
             db.close()
             return None
         return db
-    except sqlite3.Error:  # damaged, truncated, not a database: built again
+    except (sqlite3.Error, OSError):  # damaged, truncated, not a database: built again
         return None
 
 

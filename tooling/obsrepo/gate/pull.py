@@ -51,7 +51,7 @@ class Near:
 
     def __call__(self, named: list[str]) -> tuple[list[Entry], Rest] | None:
         git, lookup = self.git, self.lookup
-        if lookup is None or lookup.meta("documents") is None or not git.has_head():
+        if lookup is None or not git.has_head():
             return None
         if lookup.meta("attributes") != outside_digest(git) or autocrlf(git):
             return None  # git may convert a document of the rest: every path is asked and hashed
@@ -98,7 +98,7 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
         lookup.gone = moved | elsewhere
     else:
         lookup = BaseLookup.open(git, base_sha, facts, moved | elsewhere, progress)  # the rest: the base's tree but `moved`
-        if lookup.paths is not None and source.rest is None and not converted:
+        if lookup.paths is not None and lookup.file is not None and not converted:
             _remember_attributes(git, lookup, source)
     if facts.loaded:  # once merged, they are the rest of the next pull request (never loaded for them alone)
         for item in touched:
