@@ -274,6 +274,13 @@ def _hostile(repo: Repo) -> dict[str, Callable[[], None]]:
             (git_dir / "info" / "exclude").write_text(".gitattributes\n"),
             repo.write("observations/2026/.gitattributes", "* filter=hide\n")),
         "a tracked folder's attributes deleted": lambda: (repo.path / "observations/.gitattributes").unlink(),
+        "attributes staged, then deleted from the work tree": lambda: (  # git reads them from its index
+            repo.write("observations/2026/.gitattributes", "*.md ident\n"),
+            repo.git("add", "observations/2026/.gitattributes"),
+            (repo.path / "observations/2026/.gitattributes").unlink()),
+        "the root's attributes staged, then deleted": lambda: (
+            repo.write(".gitattributes", "*.md ident\n"), repo.git("add", ".gitattributes"),
+            (repo.path / ".gitattributes").unlink()),
         "info/attributes": lambda: (git_dir / "info" / "attributes").write_text("*.md ident\n"),
         "core.attributesFile": lambda: (repo.write("../attributes", "*.md text\n"),
                                         repo.git("config", "core.attributesFile", str(repo.path.parent / "attributes"))),

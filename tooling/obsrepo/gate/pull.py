@@ -28,7 +28,7 @@ from .attributes import ATTRIBUTES, attribute_files_unchanged, autocrlf, outside
 from .cache import AnalysisCache
 from .change import Wanted, rules_of_change
 from .facts import FactsStore, blob_key
-from .immutability import immutability_issues
+from .immutability import immutability_issues, is_attributes
 from .lookup import BaseLookup
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, Rest, Source
 
@@ -57,9 +57,9 @@ class Near:
             return None  # git may convert a document of the rest: every path is asked and hashed
         if not attribute_files_unchanged(git.root, lookup.folders(), lookup.attribute_files()):
             return None  # the rest's attributes may differ from the base's (those of what is listed are asked)
-        moved = git.diff("--cached", self.base_sha, "--", *DOCUMENT_ROOTS)
-        if any(c.status == "U" for c in moved):
-            return None  # unresolved conflicts: the whole listing says so
+        moved = git.diff("--cached", self.base_sha, "--", *DOCUMENT_ROOTS, ":(literal).gitattributes")
+        if any(c.status == "U" or is_attributes(c.path) for c in moved):
+            return None  # unresolved conflicts (the whole listing says so), or attributes git reads from its index
         changed = {c.path for c in moved}
         indexed = git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)  # immutability compares the listing with HEAD
         asked = {path for path in self.wanted or () if path.startswith(_UNDER_ROOTS)}
