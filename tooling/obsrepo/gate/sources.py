@@ -138,9 +138,10 @@ def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | Non
     git's "unchanged" compares content through its filters (clean, ident, eol conversion), so
     `rehash`, given the regular files, names those to read and hash from their raw bytes anyway."""
     root = git.root
-    changed = git.run("diff-files", "-z", "--name-only", "--", *DOCUMENT_ROOTS).split(b"\0")
-    untracked = git.run("ls-files", "-z", "-o", "--exclude-standard", "--", *DOCUMENT_ROOTS).split(b"\0")
-    named = [rel for rel in (raw.decode("utf-8", "surrogateescape") for raw in changed + untracked if raw)
+    changed, untracked = git.run_together(  # git's stat pass over the tracked files, its walk for the others
+        ("diff-files", "-z", "--name-only", "--", *DOCUMENT_ROOTS),
+        ("ls-files", "-z", "-o", "--exclude-standard", "--", *DOCUMENT_ROOTS))
+    named = [rel for rel in (raw.decode("utf-8", "surrogateescape") for raw in changed.split(b"\0") + untracked.split(b"\0") if raw)
              if not (rel.endswith("/.gitkeep") or rel == ".gitkeep")]
     found = near(named) if near is not None else None
     entries, rest = found if found is not None else (git.ls_files(*DOCUMENT_ROOTS), None)

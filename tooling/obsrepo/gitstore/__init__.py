@@ -100,6 +100,14 @@ class Git:
             raise GitError(message, command=["git", *args])
         return proc.stdout
 
+    def run_together(self, *commands: tuple[str, ...]) -> list[bytes]:
+        """Several read-only git commands at once, each its own process (`run` each), their
+        outputs in order: passes over the work tree that do not wait for each other."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(commands)) as pool:
+            return list(pool.map(lambda args: self.run(*args), commands))
+
     @staticmethod
     def discover(cwd: str) -> Git | None:
         """The repository that contains `cwd`, or None outside any repository."""
