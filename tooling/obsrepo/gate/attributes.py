@@ -158,7 +158,8 @@ def outside_digest(git: Git) -> str:
     whose .gitattributes files are the same."""
     exec_path = git.run("--exec-path", check=False).decode().strip()
     prefix = posixpath.dirname(posixpath.dirname(exec_path))  # <prefix>/lib/git-core, <prefix>/libexec/git-core
-    files = [*_outer_files(git), "/etc/gitattributes", os.path.join(prefix, "etc", "gitattributes")]
+    files = [os.path.join(git.root, file) for file in _outer_files(git) if file]  # git resolves them from the root
+    files += ["/etc/gitattributes", os.path.join(prefix, "etc", "gitattributes")]
     digest = hashlib.sha256()
     for part in [os.environ.get("GIT_ATTR_NOSYSTEM", ""), os.environ.get("GIT_ATTR_SOURCE", ""),
                  git.run("config", "--get-all", "attr.tree", check=False).decode("utf-8", "replace"), *files]:
