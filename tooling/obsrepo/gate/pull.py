@@ -42,8 +42,8 @@ class Near:
 
     def __init__(self, git: Git, base_sha: str, lookup: BaseLookup | None, wanted: frozenset[str] | None) -> None:
         self.git, self.base_sha, self.lookup, self.wanted = git, base_sha, lookup, wanted
-        self.moved: list[Change] | None = None  # git's index against the base, when it was listed near it
-        self.indexed: list[Change] | None = None  # and against HEAD
+        self.changed: set[str] | None = None  # where git's index differs from the base, when listed near it
+        self.indexed: list[Change] | None = None  # git's index against HEAD
 
     @classmethod
     def open(cls, git: Git, base_sha: str, facts: FactsStore, wanted: frozenset[str] | None) -> Near:
@@ -57,19 +57,27 @@ class Near:
             return None  # git may convert a document of the rest: every path is asked and hashed
         if not attribute_files_unchanged(git.root, lookup.folders(), lookup.attribute_files()):
             return None  # the rest's attributes may differ from the base's (those of what is listed are asked)
-        moved = git.diff("--cached", self.base_sha, "--", *DOCUMENT_ROOTS, ":(literal).gitattributes")
-        if any(c.status == "U" or is_attributes(c.path) for c in moved):
+        # git's index against the base, composed of two comparisons that cost what differs:
+        # the base's tree against HEAD's (trees only) and the index against HEAD (the index)
+        spec = (*DOCUMENT_ROOTS, ":(literal).gitattributes")
+        committed, indexed = git.diff(self.base_sha, "HEAD", "--", *spec), git.diff("--cached", "HEAD", "--", *spec)
+        if any(c.status == "U" for c in indexed) or any(is_attributes(c.path) for c in committed + indexed):
             return None  # unresolved conflicts (the whole listing says so), or attributes git reads from its index
-        changed = {c.path for c in moved}
-        indexed = git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)  # immutability compares the listing with HEAD
+        base = {c.path: Entry(c.old_mode, c.old_sha, c.path) for c in committed if c.status != "A"}
+        index = {c.path: Entry(c.new_mode, c.new_sha, c.path) for c in committed if c.status != "D"}
+        for c in indexed:  # the base's entry is HEAD's where the commits left the path alone
+            if c.path not in base and c.path not in index and c.status != "A":
+                base[c.path] = Entry(c.old_mode, c.old_sha, c.path)
+            index.pop(c.path, None)
+            if c.status != "D":
+                index[c.path] = Entry(c.new_mode, c.new_sha, c.path)
+        changed = {path for path in base.keys() | index.keys() if base.get(path) != index.get(path)}
         asked = {path for path in self.wanted or () if path.startswith(_UNDER_ROOTS)}
-        paths = changed | set(named) | asked | {c.path for c in indexed}
-        index = {c.path: Entry(c.new_mode, c.new_sha, c.path) for c in moved if c.status != "D"}
-        base = {c.path: Entry(c.old_mode, c.old_sha, c.path) for c in moved if c.status != "A"}
-        for entry in git.ls_tree_at(self.base_sha, paths - changed):  # git's index holds the base's there
-            if entry.path not in changed:
+        paths = set(base) | set(index) | set(named) | asked
+        for entry in git.ls_tree_at(self.base_sha, paths - base.keys() - index.keys()):  # the index holds the base's
+            if entry.path not in base and entry.path not in index:
                 index[entry.path] = base[entry.path] = entry
-        self.moved, self.indexed = moved, indexed
+        self.changed, self.indexed = changed, indexed
         documents = int(lookup.meta("documents") or 0) - sum(
             1 for e in base.values() if e.mode in REGULAR_MODES and kind_of(e.path) != "other"
             and not e.path.endswith("/.gitkeep"))
@@ -91,8 +99,9 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
     off = AnalysisCache(None, {}, "")  # the changed documents are new to every cache: read them
     analyses = analyze_source(source.only(touched), off, progress)
     # what the change adds is `touched` (the rules of the change prefer the rest's documents)
+    indexed = None if near is None or near.indexed is None else [c for c in near.indexed if c.path != ".gitattributes"]
     changed, _added = immutability_issues(git, base_sha, source, analyses, off, before=frozenset(), near=source.hashed,
-                                          indexed=near.indexed if near is not None else None)
+                                          indexed=indexed)
     if near is not None and near.lookup is not None:
         lookup = near.lookup
         lookup.gone = moved | elsewhere
@@ -142,9 +151,9 @@ def _touched(git: Git, base_sha: str, source: Source, near: Near | None) -> set[
     if source.hashed is None:  # blobs not vouched for by git's index: compare every one
         before = {e.path: e.sha for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)}
         return {item.path for item in source.listed if before.get(item.path) != item.sha}
-    moved = near.moved if near is not None and near.moved is not None else \
-        git.diff("--cached", base_sha, "--", *DOCUMENT_ROOTS)
-    return {c.path for c in moved} | source.hashed
+    if near is not None and near.changed is not None:
+        return near.changed | source.hashed
+    return {c.path for c in git.diff("--cached", base_sha, "--", *DOCUMENT_ROOTS)} | source.hashed
 
 
 __all__ = ["Near", "judge_change"]
