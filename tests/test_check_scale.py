@@ -184,3 +184,172 @@ def test_a_damaged_facts_store_is_ignored_and_built_again(repo: Repo) -> None:
     folder.write_bytes(b"")
     again = repo.check("--base", "HEAD~1")
     assert read(again) == 4 and [rule for _code, rule, _path in again.issues] == ["duplicate-id"], again
+
+
+# counts what one whole `obsrepo check` asks git (paths to check-attr, entries of listings of the
+# index or a tree parsed in Python, blobs read) and what it reads itself
+COUNTS = ("import json, sys\n"
+          "from obsrepo.gitstore import Git\n"
+          "from obsrepo.gate.check import CheckRequest, run_check\n"
+          "counts = {'attributes': 0, 'listed': 0, 'blobs': 0}\n"
+          "check_attr, ls_files, ls_tree, read_blobs = Git.check_attr, Git.ls_files, Git.ls_tree, Git.read_blobs\n"
+          "def asked(self, paths, *args, **kwargs):\n"
+          "    counts['attributes'] += len(paths)\n"
+          "    return check_attr(self, paths, *args, **kwargs)\n"
+          "def listing(method):\n"
+          "    def listed(self, *args):\n"
+          "        found = method(self, *args)\n"
+          "        counts['listed'] += len(found)\n"
+          "        return found\n"
+          "    return listed\n"
+          "def blobs(self, shas):\n"
+          "    for found in read_blobs(self, shas):\n"
+          "        counts['blobs'] += 1\n"
+          "        yield found\n"
+          "Git.check_attr, Git.ls_files, Git.ls_tree, Git.read_blobs = asked, listing(ls_files), listing(ls_tree), blobs\n"
+          "report = run_check(CheckRequest('.', base=sys.argv[1]))\n"
+          "print(json.dumps({**counts, 'read': report.read, 'report': report.as_dict()}))\n")
+
+
+def test_a_pull_request_check_on_a_kept_base_asks_git_about_what_it_touches(generated) -> None:
+    """With the base's lookup store kept, a one-document pull request neither lists the work tree
+    nor asks git the attributes of its other documents: what `check --base` asks and reads is
+    the change's, whatever the size of the repository (here 2,000 documents); the report is the
+    one of a check that lists and asks everything (no cache)."""
+    repo = generated("near", 2000)
+    assert repo.check("--base", "HEAD").returncode == 0  # builds the base's store (every blob read once)
+    repo.git("checkout", "-q", "-b", "topic")
+    copy_of(repo, first_document(repo), "obs-20260101-000000-cccccccc", "\nOnce more.\n")
+    repo.commit("one new observation")
+    warm = json.loads(repo.run(sys.executable, "-c", COUNTS, "main").stdout)
+    assert warm["report"]["ok"] and warm["report"]["checked"] == 2001, warm
+    assert (warm["attributes"], warm["listed"], warm["blobs"], warm["read"]) == (1, 0, 0, 1), warm
+    repo.env["OBSREPO_NO_CACHE"] = "1"
+    whole = json.loads(repo.run(sys.executable, "-c", COUNTS, "main").stdout)
+    assert whole["report"] == warm["report"] and whole["attributes"] == 2001, whole  # every path, as before
+
+
+def _hostile(repo: Repo) -> dict[str, Callable[[], None]]:
+    """Changes of a pull request (or its work tree, or the machine's git) that a check listing
+    only what the change touches could judge wrongly: each must be judged as a check that lists
+    and asks about everything judges it."""
+    doc, other = f"observations/2026/02/13/{obs_id(1)}.md", f"observations/2026/02/13/{obs_id(2)}.md"
+    git_dir = repo.path / ".git"
+
+    def new(n: int = 9) -> None:
+        repo.add(observation(obs_id(n)))
+
+    def committed(*steps: Callable[[], None]) -> Callable[[], None]:
+        def change() -> None:
+            for step in steps:
+                step()
+            repo.commit("the change")
+        return change
+
+    def symlink() -> None:
+        (repo.path / doc).unlink()
+        (repo.path / doc).symlink_to(Path(other).name)
+
+    def submodule() -> None:
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{repo.sha()},observations/2026/02/13/sub")
+        repo.git("commit", "-q", "--no-verify", "-m", "a submodule")
+
+    def reverted_in_the_index() -> None:
+        repo.write(doc, repo.read(doc) + "\nEdited.\n")
+        repo.commit("an edit")
+        repo.git("checkout", "main", "--", doc)  # the index and the work tree: the base's again
+
+    def staged_then_restored() -> None:
+        text = repo.read(doc)
+        repo.write(doc, text + "\nEdited.\n")
+        repo.git("add", doc)
+        repo.write(doc, text)
+
+    return {
+        "a new document": committed(new),
+        "attributes that convert, committed": committed(lambda: repo.write(".gitattributes", "*.md ident\n"), new),
+        "the root's attributes edited in the work tree": lambda: repo.write(".gitattributes", "*.png binary\n*.md ident\n"),
+        "a folder's attributes, untracked": lambda: repo.write("observations/2026/02/13/.gitattributes", "*.md eol=crlf\n"),
+        "a folder's attributes, ignored": lambda: (
+            (git_dir / "info" / "exclude").write_text(".gitattributes\n"),
+            repo.write("observations/2026/.gitattributes", "* filter=hide\n")),
+        "a tracked folder's attributes deleted": lambda: (repo.path / "observations/.gitattributes").unlink(),
+        "attributes staged, then deleted from the work tree": lambda: (  # git reads them from its index
+            repo.write("observations/2026/.gitattributes", "*.md ident\n"),
+            repo.git("add", "observations/2026/.gitattributes"),
+            (repo.path / "observations/2026/.gitattributes").unlink()),
+        "the root's attributes staged, then deleted": lambda: (
+            repo.write(".gitattributes", "*.md ident\n"), repo.git("add", ".gitattributes"),
+            (repo.path / ".gitattributes").unlink()),
+        "info/attributes": lambda: (git_dir / "info" / "attributes").write_text("*.md ident\n"),
+        "core.attributesFile": lambda: (repo.write("../attributes", "*.md text\n"),
+                                        repo.git("config", "core.attributesFile", str(repo.path.parent / "attributes"))),
+        "core.autocrlf": lambda: repo.git("config", "core.autocrlf", "true"),
+        "a mode change": committed(lambda: (repo.path / doc).chmod(0o755)),
+        "a symlink, committed": committed(symlink),
+        "a symlink in the work tree": symlink,
+        "a submodule": submodule,
+        "a rename": committed(lambda: repo.git("mv", doc, doc.replace("0001", "0008"))),
+        "a deletion in the work tree": lambda: (repo.path / doc).unlink(),
+        "the base's symlink replaced by a file": committed(lambda: ((repo.path / "observations/2026/link").unlink(),
+                                                                   repo.write("observations/2026/link", "text\n"))),
+        "attributes in a new folder": committed(lambda: (
+            repo.add(observation(obs_id(9), folder="observations/2027")),
+            repo.write("observations/2027/.gitattributes", "*.md ident\n"))),
+        "an edit the index reverts": reverted_in_the_index,
+        "an edit staged, the work tree restored": staged_then_restored,
+        "paths asked for": committed(new),
+    }
+
+
+# `check --base BASE [PATHS]` twice in one process: with the kept stores, then with none (every
+# path listed and asked, the lookups built in memory); both reports
+TWICE = ("import json, os, sys\n"
+         "from obsrepo.gate.check import CheckRequest, run_check\n"
+         "near = run_check(CheckRequest('.', tuple(sys.argv[2:]), base=sys.argv[1])).as_dict()\n"
+         "os.environ['OBSREPO_NO_CACHE'] = '1'\n"
+         "whole = run_check(CheckRequest('.', tuple(sys.argv[2:]), base=sys.argv[1])).as_dict()\n"
+         "print(json.dumps({'near': near, 'whole': whole}))\n")
+
+
+def test_a_check_listing_near_the_base_judges_hostile_changes_as_a_whole_listing_does(repo: Repo) -> None:
+    repo.write(".gitattributes", "*.png binary\n")
+    repo.write("observations/.gitattributes", "*.txt -text\n")
+    repo.write("README.md", "About.\n")
+    repo.add(observation(obs_id(1), entity="company/acme"), observation(obs_id(2)))
+    (repo.path / "observations" / "2026" / "link").symlink_to("02")
+    repo.commit("base")
+    first = repo.check("--base", "main")  # the base's store is kept (and that git converts none of its files)
+    assert [rule for _code, rule, _path in first.issues] == ["symlink"], first  # reported on every check
+    doc = f"observations/2026/02/13/{obs_id(1)}.md"
+    for number, (name, change) in enumerate(_hostile(repo).items()):
+        repo.git("checkout", "-q", "-b", f"change-{number}")
+        change()
+        asked = [f"observations/2026/02/13/{obs_id(9)}.md", doc, "README.md"] if name == "paths asked for" else []
+        both = json.loads(repo.run(sys.executable, "-c", TWICE, "main", *asked).stdout)
+        assert both["near"] == both["whole"], (name, both)
+        repo.run("git", "config", "--unset", "core.attributesFile", check=False)
+        repo.run("git", "config", "--unset", "core.autocrlf", check=False)
+        for outside in ("info/attributes", "info/exclude"):
+            (repo.path / ".git" / outside).unlink(missing_ok=True)
+        repo.git("checkout", "-q", "-f", "main")
+        repo.git("clean", "-q", "-f", "-d", "-x")
+
+
+def test_a_base_whose_documents_git_converts_is_listed_and_asked_whole(repo: Repo) -> None:
+    """The store never says git converts none of a base's files when it converts one: every later
+    check still asks git about every path (each converted document is reported, as a check that
+    lists everything reports it)."""
+    repo.write(".gitattributes", "observations/2026/02/13/*.md ident\n")
+    repo.add(observation(obs_id(1)), observation(obs_id(2)), observation(obs_id(3), timestamp="2026-03-01T00:00:00Z"))
+    repo.commit("base")
+    repo.git("checkout", "-q", "-b", "topic")
+    repo.add(observation(obs_id(4), timestamp="2026-03-01T00:00:00Z"))
+    repo.commit("one more")
+    results = []
+    for _ in range(2):
+        results.append(repo.check("--base", "main"))  # the first builds the store, the second has it
+    repo.env["OBSREPO_NO_CACHE"] = "1"
+    results.append(repo.check("--base", "main"))
+    assert len({(r.returncode, r.proc.stdout) for r in results}) == 1, results
+    assert [rule for _code, rule, _path in results[0].issues] == ["git-attributes"], results[0]

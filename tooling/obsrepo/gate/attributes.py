@@ -8,14 +8,16 @@ the line that set the attribute, to report the problem where it can be fixed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import re
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterable
 
 from .. import errors
 from ..format.report import Issue
-from ..gitstore import Git
+from ..gitstore import Git, blob_sha
 
 ATTRIBUTES = ("filter", "ident", "text", "eol", "crlf", "working-tree-encoding")
 RULE = "git-attributes"
@@ -81,14 +83,10 @@ class _Sources:
                     self.macros[pattern[6:]] = tokens
 
     def _outer(self) -> None:
-        configured = self.git.run("config", "--path", "--get", "core.attributesFile", check=False).decode().strip()
-        if not configured:
-            xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-            configured = os.path.join(xdg, "git", "attributes")
+        configured, located = _outer_files(self.git)
         self._add_outer(configured, self.outer_low)
-        located = self.git.run("rev-parse", "--git-path", "info/attributes", check=False).decode().strip()
         if located:
-            self._add_outer(os.path.join(self.git.root, located), self.outer_high)
+            self._add_outer(located, self.outer_high)
 
     def _add_outer(self, full: str, into: list[tuple[str, str]]) -> None:
         try:
@@ -133,6 +131,70 @@ class _Sources:
             if depth < 8 and token == name and name in self.macros:
                 names |= self._assigned(self.macros[name], depth + 1)
         return names
+
+
+def autocrlf(git: Git) -> bool:
+    """core.autocrlf converts line endings of every text file, attributes or not."""
+    value = git.run("config", "--get", "core.autocrlf", check=False).strip().lower()
+    return value not in (b"", b"false", b"no", b"off", b"0")
+
+
+def _outer_files(git: Git) -> tuple[str, str]:
+    """The attribute files outside the tree git reads besides the system one: core.attributesFile
+    (or its default) and $GIT_DIR/info/attributes ("" when git names none)."""
+    configured = git.run("config", "--path", "--get", "core.attributesFile", check=False).decode().strip()
+    if not configured:
+        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        configured = os.path.join(xdg, "git", "attributes")
+    located = git.run("rev-parse", "--git-path", "info/attributes", check=False).decode().strip()
+    return configured, os.path.join(git.root, located) if located else ""
+
+
+def outside_digest(git: Git) -> str:
+    """A digest of what decides git's attributes of a path besides the tree's own .gitattributes:
+    the files outside the tree (core.attributesFile or its default, info/attributes, the system
+    file where git is built to read it: /etc, or the prefix git runs from) and the settings that
+    turn them off or read attributes from elsewhere. Equal digests: equal attributes for a path
+    whose .gitattributes files are the same."""
+    exec_path = git.run("--exec-path", check=False).decode().strip()
+    prefix = posixpath.dirname(posixpath.dirname(exec_path))  # <prefix>/lib/git-core, <prefix>/libexec/git-core
+    files = [os.path.join(git.root, file) for file in _outer_files(git) if file]  # git resolves them from the root
+    files += ["/etc/gitattributes", os.path.join(prefix, "etc", "gitattributes")]
+    digest = hashlib.sha256()
+    for part in [os.environ.get("GIT_ATTR_NOSYSTEM", ""), os.environ.get("GIT_ATTR_SOURCE", ""),
+                 git.run("config", "--get-all", "attr.tree", check=False).decode("utf-8", "replace"), *files]:
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    for file in files:
+        try:
+            with open(file, "rb") as handle:
+                digest.update(b"%d\0" % len(data := handle.read()) + data)
+        except OSError as exc:  # absent (or not readable: git reads nothing there either)
+            digest.update(f"-{exc.errno}\0".encode())
+    return digest.hexdigest()
+
+
+def attribute_files_unchanged(root: str, folders: Iterable[str], tree: dict[str, str]) -> bool:
+    """Whether git reads, for the paths under `folders`, the .gitattributes of a tree (`tree`:
+    their paths and blob ids) from the work tree: each folder's file is in the work tree exactly
+    when it is in the tree, a regular file with the same bytes (ignored, untracked, edited,
+    deleted or a symlink: not the same)."""
+    for folder in folders:
+        rel = f"{folder}/.gitattributes" if folder else ".gitattributes"
+        full = os.path.join(root, rel)
+        try:
+            is_file = stat.S_ISREG(os.lstat(full).st_mode)
+        except FileNotFoundError:
+            if rel in tree:
+                return False
+            continue
+        except OSError:
+            return False
+        if not is_file or rel not in tree:
+            return False
+        with open(full, "rb") as handle:
+            if blob_sha(handle.read()) != tree[rel]:
+                return False
+    return True
 
 
 def index_reader(git: Git) -> Reader:

@@ -5,21 +5,25 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import errors
 from ..errors import UsageError
 from ..format.analyze import analyze
 from ..format.report import Issue, Report
-from ..format.rules import kind_of, place
+from ..format.rules import place
 from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 from ..gitstore import Git
 from . import attributes, graph
 from .analysis import Judged, analyze_source
-from .attributes import ATTRIBUTES, attribute_issues, index_reader, worktree_reader
+from .attributes import ATTRIBUTES, attribute_issues, autocrlf, index_reader, worktree_reader
 from .cache import AnalysisCache, paused_gc
 from .facts import FactsStore
 from .immutability import first_of_each, immutability_issues
 from .sources import REGULAR_MODES, Source, commit, not_a_file, staged, worktree_in_git
+
+if TYPE_CHECKING:
+    from .pull import Near
 
 
 @dataclass
@@ -73,13 +77,15 @@ def apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None] 
 
 
 def _apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None] | None) -> Report:
-    source, converted = _source(git, plan)
     facts = FactsStore.open(git)
     if plan.base_sha is not None:
-        from .pull import judge_change  # a pull request: what B..HEAD touches, the rest from `facts`
+        from .pull import Near, judge_change  # a pull request: what B..HEAD touches, the rest from `facts`
 
-        judged = judge_change(git, plan.base_sha, source, facts, plan.wanted, progress)
+        near = Near.open(git, plan.base_sha, facts, plan.wanted)  # listed near the base when its store is kept
+        source, converted = _source(git, plan, near)
+        judged = judge_change(git, plan.base_sha, source, facts, plan.wanted, progress, near, converted)
     else:
+        source, converted = _source(git, plan)
         judged = _judge_all(git, plan, source, facts, progress)
     facts.save()
     return _report(git, plan, source, converted, judged)
@@ -115,8 +121,8 @@ def _report(git: Git, plan: CheckPlan, source: Source, converted: list[tuple[str
     reader = index_reader(git) if plan.staged else worktree_reader(git)
     changed = first_of_each(judged.changed + attribute_issues(git, converted, reader))
     reported = {(i.path, i.rule) for i in changed}
-    for item in source.listed:
-        if item.mode not in REGULAR_MODES and (item.path, not_a_file(item.path, item.mode).rule) not in reported:
+    for item in source.not_files():
+        if (item.path, not_a_file(item.path, item.mode).rule) not in reported:
             report.issues.append(not_a_file(item.path, item.mode))
     if judged.own is None:
         for path, analysis in analyses.items():
@@ -131,7 +137,7 @@ def _report(git: Git, plan: CheckPlan, source: Source, converted: list[tuple[str
     report.issues.extend(changed)
 
     if plan.wanted is None:  # with a base, the untouched documents too: the rules judged them by their facts
-        report.checked += sum(1 for i in source.listed if i.mode in REGULAR_MODES and kind_of(i.path) != "other")
+        report.checked += source.documents()
     else:
         # immutability and attributes concern the change as a whole: a deleted or renamed-away
         # path, or a .gitattributes, is never among the names pre-commit passes for documents
@@ -143,9 +149,10 @@ def _report(git: Git, plan: CheckPlan, source: Source, converted: list[tuple[str
     return report
 
 
-def _source(git: Git, plan: CheckPlan) -> tuple[Source, list[tuple[str, str, str]]]:
+def _source(git: Git, plan: CheckPlan, near: Near | None = None) -> tuple[Source, list[tuple[str, str, str]]]:
     """Where the documents come from, and the documents git would convert: those are hashed
-    from their raw bytes rather than trusted from git's stat data (git compares through filters)."""
+    from their raw bytes rather than trusted from git's stat data (git compares through filters).
+    `near`: the work tree is listed near a base tree where it can (`pull.Near`)."""
     converted: list[tuple[str, str, str]] = []
     if plan.staged:
         source = staged(git)
@@ -154,9 +161,9 @@ def _source(git: Git, plan: CheckPlan) -> tuple[Source, list[tuple[str, str, str
 
     def rehash(paths: list[str]) -> Iterable[str]:
         converted.extend(git.check_attr(paths, ATTRIBUTES))
-        return paths if _autocrlf(git) else {path for path, _, _ in converted}
+        return paths if autocrlf(git) else {path for path, _, _ in converted}
 
-    return worktree_in_git(git, rehash), converted
+    return worktree_in_git(git, rehash, near), converted
 
 
 def _check_outside(plan: CheckPlan, judged: set[str], report: Report) -> None:
@@ -246,12 +253,6 @@ def _read_outside(root: str, path: str) -> bytes | None:
 
 def _documents(source: Source) -> list[str]:
     return [item.path for item in source.listed if item.mode in REGULAR_MODES]
-
-
-def _autocrlf(git: Git) -> bool:
-    """core.autocrlf converts line endings of every text file, attributes or not."""
-    value = git.run("config", "--get", "core.autocrlf", check=False).strip().lower()
-    return value not in (b"", b"false", b"no", b"off", b"0")
 
 
 __all__ = ["CheckRequest", "run_check", "analyze_source", "commit"]

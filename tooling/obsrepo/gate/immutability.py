@@ -25,7 +25,8 @@ ATTRIBUTE_FILES = (".gitattributes", ":(glob)**/.gitattributes")
 
 def immutability_issues(git: Git, base_sha: str | None, source: Source, analyses: dict[str, Analysis],
                         cache: AnalysisCache, before: AbstractSet[str] | None = None,
-                        near: AbstractSet[str] | None = None) -> tuple[list[Issue], set[str]]:
+                        near: AbstractSet[str] | None = None,
+                        indexed: list[Change] | None = None) -> tuple[list[Issue], set[str]]:
     """Issues of the change, and the documents it adds (preferred as the duplicate to report).
 
     With a base: every commit of base..HEAD against its parents (git objects, as stored), then
@@ -33,7 +34,8 @@ def immutability_issues(git: Git, base_sha: str | None, source: Source, analyses
     every commit of the range that touched a .gitattributes. `before`: the base's document
     paths, when the caller listed them already. `near`: the source's paths whose blob git did
     not vouch for (`Source.hashed`); given, the work tree is compared with HEAD only where git's
-    own diff or `near` says it may differ, instead of listing HEAD's whole tree."""
+    own diff or `near` says it may differ, instead of listing HEAD's whole tree (`indexed`: git's
+    index against HEAD, when the caller compared them already)."""
     judge = Judge()
     attribute_commits: list[str] = []
     head = "HEAD" if git.has_head() else None
@@ -49,7 +51,7 @@ def immutability_issues(git: Git, base_sha: str | None, source: Source, analyses
     ref = head or base_sha
     listed = source.listed
     if near is not None and head is not None and base_sha is not None:
-        reference, listed = _near_head(git, near, source)
+        reference, listed = _near_head(git, near, source, indexed)
     else:
         reference = git.ls_tree(ref, *DOCUMENT_ROOTS) if ref else []
     if base_sha is None:
@@ -64,16 +66,15 @@ def immutability_issues(git: Git, base_sha: str | None, source: Source, analyses
     return issues, {item.path for item in source.listed} - before
 
 
-def _near_head(git: Git, near: AbstractSet[str], source: Source) -> tuple[list[Entry], list[Listed]]:
+def _near_head(git: Git, near: AbstractSet[str], source: Source,
+               indexed: list[Change] | None) -> tuple[list[Entry], list[Listed]]:
     """HEAD's entries and the source's documents at the paths where they may differ: where git's
     index differs from HEAD (trees compared, no file read), and `near`, where the work tree may
     differ from the index; everywhere else the work tree is HEAD."""
-    moved = git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS)  # the work tree's own changes are `near`
+    moved = git.diff("--cached", "HEAD", "--", *DOCUMENT_ROOTS) if indexed is None else indexed  # the work tree's: `near`
     reference = [Entry(c.old_mode, c.old_sha, c.path) for c in moved if c.status != "A"]
     paths = set(near) | {c.path for c in moved}
-    unnamed = sorted(set(near) - {c.path for c in moved})
-    for start in range(0, len(unnamed), 500):  # HEAD's entry of a path git did not name, if any
-        reference += git.ls_tree("HEAD", *(f":(literal){p}" for p in unnamed[start:start + 500]))
+    reference += git.ls_tree_at("HEAD", set(near) - {c.path for c in moved})  # HEAD's entry of a path git did not name
     return reference, [item for item in source.listed if item.path in paths]
 
 

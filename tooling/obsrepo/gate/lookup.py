@@ -8,6 +8,12 @@ each base tree gets a lookup store: an SQLite file (the standard library's) hold
 document's compact facts (`facts.py`) indexed by id, content hash, entity and relation, read
 only for the keys asked (docs/design.md §2.7).
 
+It also keeps what the check's report and its listing need of the tree beyond its documents:
+its symlinks and submodules, how many documents it has, its folders and `.gitattributes`
+files, and, once a check found none, that git converts none of its documents under the
+attribute files outside the tree as they were then (`attributes`: their digest). So a check
+whose change leaves every `.gitattributes` alone lists and asks git about what it touches only.
+
 It is valid for exactly one tree (its id is in the name and in the file) and one version of
 the rules; it is built by the first check against that base (from the facts store, reading
 only the blobs it does not know) and written atomically (a temporary file, then a rename). A
@@ -28,18 +34,20 @@ from pathlib import Path
 from typing import Any
 
 from ..format.rules import kind_of
-from ..gitstore import Git
+from ..gitstore import Entry, Git
 from .analysis import analyzed
 from .facts import Compact, FactsStore, blob_key, expand
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, entries
 
-FORMAT = "lookup 1"
+FORMAT = "lookup 2"
 KEPT = 3  # lookup stores kept in the folder (the newest): other bases' are removed as new ones are built
 _CHUNK = 500  # keys a statement (SQLite's limit on parameters is far above)
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 CREATE TABLE docs(path TEXT PRIMARY KEY, id TEXT, hash BLOB, entity TEXT, retracts INTEGER, compact BLOB);
 CREATE TABLE edges(kind TEXT, entity TEXT, target TEXT, path TEXT);
+CREATE TABLE tree(path TEXT PRIMARY KEY, mode TEXT, sha TEXT) WITHOUT ROWID;
+CREATE TABLE folders(path TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 _INDEXES = """
 CREATE INDEX docs_id ON docs(id);
@@ -54,23 +62,59 @@ CREATE INDEX edges_to ON edges(target);
 class BaseLookup:
     """The lookup store of one base tree, minus the paths `gone` (those the change touches)."""
 
-    def __init__(self, db: sqlite3.Connection, gone: AbstractSet[str], read: int) -> None:
+    def __init__(self, db: sqlite3.Connection, gone: AbstractSet[str], read: int, file: Path | None = None,
+                 paths: list[str] | None = None) -> None:
         self.db = db
         self.gone = gone
         self.read = read  # documents read from git to build it (0 when it was there)
+        self.file = file  # where it is kept (None: in memory)
+        self.paths = paths  # the tree's regular files, when this run built it
 
     @classmethod
     def open(cls, git: Git, base_sha: str, facts: FactsStore, gone: AbstractSet[str],
              progress: Callable[[int, int], None] | None = None) -> BaseLookup:
-        tree = git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip()
-        digest = f"{facts.digest or 'off'}-{FORMAT}-{tree}"
-        file = None if facts.file is None else facts.file.with_name(f"lookup-{tree}.sqlite")
-        if file is not None:
-            db = _valid(file, digest)
-            if db is not None:
-                return cls(db, gone, 0)
-        db, read = _build(git, base_sha, facts, file, digest, progress)
-        return cls(db, gone, read)
+        found = cls.kept(git, base_sha, facts)
+        if found is not None:
+            found.gone = gone
+            return found
+        _tree, digest, file = _where(git, base_sha, facts)
+        db, read, paths, kept = _build(git, base_sha, facts, file, digest, progress)
+        return cls(db, gone, read, kept, paths)
+
+    @classmethod
+    def kept(cls, git: Git, base_sha: str, facts: FactsStore) -> BaseLookup | None:
+        """The store of the base tree when one is kept and valid (nothing is built)."""
+        _tree, digest, file = _where(git, base_sha, facts)
+        db = _valid(file, digest) if file is not None else None
+        return cls(db, frozenset(), 0, file) if db is not None else None
+
+    def meta(self, key: str) -> str | None:
+        found = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return found[0] if found else None
+
+    def remember(self, key: str, value: str) -> None:
+        """Keep `value` under `key` in the file (a fact of this tree found after it was built)."""
+        if self.file is None:
+            return
+        try:
+            with contextlib.closing(sqlite3.connect(self.file)) as db, db:
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+        except sqlite3.Error:  # read-only: found again next time
+            pass
+
+    def not_files(self) -> list[tuple[str, str, str]]:
+        """(path, mode, sha) of the tree's symlinks and submodules under the document folders."""
+        return self.db.execute("SELECT path, mode, sha FROM tree WHERE mode NOT IN ('100644', '100755') "
+                               "AND path != '.gitattributes'").fetchall()
+
+    def attribute_files(self) -> dict[str, str]:
+        """The tree's `.gitattributes` files under the document folders and at its root, by path."""
+        return dict(self.db.execute("SELECT path, sha FROM tree WHERE mode IN ('100644', '100755')").fetchall())
+
+    def folders(self) -> list[str]:
+        """Every folder holding one of the tree's files under the document folders, and those
+        above them ("" the root)."""
+        return [path for (path,) in self.db.execute("SELECT path FROM folders")]
 
     def matching(self, ids: set[str], hashes: set[str], entities: set[str], relation_targets: set[str],
                  paths: AbstractSet[str], leave_out: AbstractSet[str]) -> list[tuple[str, dict[str, Any]]]:
@@ -109,11 +153,18 @@ class BaseLookup:
                         todo.append(target)
         return paths
 
-    def _rows(self, sql: str, keys: Iterable[Any]) -> Iterator[tuple[str, bytes]]:
+    def _rows(self, sql: str, keys: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         keys = list(keys)
         for at in range(0, len(keys), _CHUNK):
             part = keys[at:at + _CHUNK]
             yield from self.db.execute(sql.format(",".join("?" * len(part))), part)
+
+
+def _where(git: Git, base_sha: str, facts: FactsStore) -> tuple[str, str, Path | None]:
+    """(tree id, the digest a valid store holds, its file: None when nothing is kept)."""
+    tree = git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip()
+    digest = f"{facts.digest or 'off'}-{FORMAT}-{tree}"
+    return tree, digest, None if facts.file is None else facts.file.with_name(f"lookup-{tree}.sqlite")
 
 
 def _valid(file: Path, digest: str) -> sqlite3.Connection | None:
@@ -123,20 +174,27 @@ def _valid(file: Path, digest: str) -> sqlite3.Connection | None:
     try:
         db = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("digest") != digest or str(db.execute("SELECT count(*) FROM docs").fetchone()[0]) != meta.get("docs"):
+        # whole: as long as its header says (a truncated copy is not), its last row where the
+        # count of rows says (rows are numbered as written; a count would read every row's key)
+        pages, size = (db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "page_size"))
+        if meta.get("digest") != digest or file.stat().st_size != pages * size \
+                or str(db.execute("SELECT max(rowid) FROM docs").fetchone()[0] or 0) != meta.get("docs"):
             db.close()
             return None
         return db
-    except sqlite3.Error:  # damaged, truncated, not a database: built again
+    except (sqlite3.Error, OSError):  # damaged, truncated, not a database: built again
         return None
 
 
 def _build(git: Git, base_sha: str, facts: FactsStore, file: Path | None, digest: str,
-           progress: Callable[[int, int], None] | None) -> tuple[sqlite3.Connection, int]:
+           progress: Callable[[int, int], None] | None) -> tuple[sqlite3.Connection, int, list[str], Path | None]:
     """The store of the base tree, from the facts store (blobs it does not know are read and
-    learnt), written to `file` atomically; in memory only when there is no file to keep."""
-    listed = [e for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS)
-              if e.mode in REGULAR_MODES and not e.path.endswith("/.gitkeep")]
+    learnt), written to `file` atomically; in memory only when there is no file to keep. With
+    it, the tree's regular files under the document folders, and the file it was written to."""
+    everything = [e for e in git.ls_tree(base_sha, *DOCUMENT_ROOTS, ":(literal).gitattributes")
+                  if not e.path.endswith("/.gitkeep")]
+    listed = [e for e in everything if e.mode in REGULAR_MODES and e.path != ".gitattributes"]
+    tree = _tree(everything)
     unknown = [e for e in listed if facts.get(blob_key(kind_of(e.path), e.sha)) is None]
     learnt: dict[str, Compact] = {}  # the store may keep nothing (no git directory, OBSREPO_NO_CACHE)
     for item, analysis, _record in analyzed(entries(git, unknown), [Listed(e.path, e.sha, e.mode) for e in unknown],
@@ -154,21 +212,39 @@ def _build(git: Git, base_sha: str, facts: FactsStore, file: Path | None, digest
             fd, temporary = tempfile.mkstemp(dir=file.parent, prefix=".lookup-", suffix=".sqlite")
             os.close(fd)
             db = sqlite3.connect(temporary)
-            _fill(db, documents(), digest)
+            _fill(db, documents(), tree, digest)
             db.close()
             os.replace(temporary, file)
             _prune(file)
-            return sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True), len(unknown)
+            return sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True), len(unknown), [e.path for e in listed], file
         except (OSError, sqlite3.Error):  # a read-only git directory only costs speed: built again next time
             if temporary:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
     db = sqlite3.connect(":memory:")
-    _fill(db, documents(), digest)
-    return db, len(unknown)
+    _fill(db, documents(), tree, digest)
+    return db, len(unknown), [e.path for e in listed], None
 
 
-def _fill(db: sqlite3.Connection, documents: Iterable[tuple[str, Compact | None]], digest: str) -> None:
+def _tree(everything: list[Entry]) -> tuple[list[tuple[str, str, str]], set[str], int]:
+    """Of a tree's entries: its symlinks, submodules and attribute files, the folders of the
+    others and those above them, and how many documents it has."""
+    kept = [(e.path, e.mode, e.sha) for e in everything
+            if e.mode not in REGULAR_MODES or e.path == ".gitattributes" or e.path.endswith("/.gitattributes")]
+    folders = {""}
+    counted = 0
+    for e in everything:
+        if e.mode in REGULAR_MODES and e.path != ".gitattributes":
+            counted += kind_of(e.path) != "other"
+            folder = e.path.rpartition("/")[0]
+            while folder not in folders:
+                folders.add(folder)
+                folder = folder.rpartition("/")[0]
+    return kept, folders, counted
+
+
+def _fill(db: sqlite3.Connection, documents: Iterable[tuple[str, Compact | None]],
+          tree: tuple[list[tuple[str, str, str]], set[str], int], digest: str) -> None:
     db.execute("PRAGMA journal_mode = OFF")
     db.execute("PRAGMA synchronous = OFF")
     db.executescript(_SCHEMA)
@@ -191,8 +267,12 @@ def _fill(db: sqlite3.Connection, documents: Iterable[tuple[str, Compact | None]
 
     db.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?)", rows())
     db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)", edges)
+    kept, folders, documents_count = tree
+    db.executemany("INSERT INTO tree VALUES (?, ?, ?)", kept)
+    db.executemany("INSERT INTO folders VALUES (?)", [(folder,) for folder in folders])
     db.executescript(_INDEXES)
-    db.executemany("INSERT INTO meta VALUES (?, ?)", [("digest", digest), ("docs", str(counted[0]))])
+    db.executemany("INSERT INTO meta VALUES (?, ?)",
+                   [("digest", digest), ("docs", str(counted[0])), ("documents", str(documents_count))])
     db.commit()
 
 

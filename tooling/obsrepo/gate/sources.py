@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from .. import errors
 from ..format.report import Issue
+from ..format.rules import kind_of
 from ..format.vocabulary import DOCUMENT_ROOTS  # noqa: F401 - re-exported
 from ..gitstore import Entry, Git, blob_sha
 
@@ -36,17 +37,27 @@ class Listed(NamedTuple):
     mode: str  # git mode text; "120000" symlink, "160000" submodule
 
 
+class Rest(NamedTuple):
+    """The part of a work tree a source does not list, where it is a base tree's (`pull.py`):
+    what the report counts of it, kept with that tree's lookups."""
+
+    not_files: list[Listed]  # its symlinks and submodules
+    documents: int  # its regular files that are documents
+
+
 class Source:
-    """A snapshot of the document folders."""
+    """A snapshot of the document folders: every file (`listed`), or those near a base tree
+    and the `rest`, which is that tree's."""
 
     def __init__(self, listed: list[Listed], reader: Callable[[list[Listed]], Iterator[tuple[Listed, bytes]]],
-                 hashed: frozenset[str] | None = None):
+                 hashed: frozenset[str] | None = None, rest: Rest | None = None):
         self.listed = sorted(listed, key=lambda item: item.path)
         self._reader = reader
         # a work tree's paths whose blob id git's index does not vouch for: hashed from their
         # bytes (changed, untracked, converted by attributes) or gone from the work tree; None:
         # not a work tree read through git's index
         self.hashed = hashed
+        self.rest = rest
 
     def read(self, items: Iterable[Listed]) -> Iterator[tuple[Listed, bytes]]:
         return self._reader([i for i in items if i.mode in REGULAR_MODES])
@@ -54,6 +65,16 @@ class Source:
     def only(self, items: list[Listed]) -> Source:
         """These of its documents, read the same way."""
         return Source(items, self._reader, self.hashed)
+
+    def not_files(self) -> list[Listed]:
+        """Its symlinks and submodules, by path."""
+        found = [item for item in self.listed if item.mode not in REGULAR_MODES]
+        return found if self.rest is None else sorted(found + self.rest.not_files)
+
+    def documents(self) -> int:
+        """How many of its regular files are documents (observations, comprehensions)."""
+        listed = sum(1 for i in self.listed if i.mode in REGULAR_MODES and kind_of(i.path) != "other")
+        return listed + (self.rest.documents if self.rest is not None else 0)
 
 
 def worktree(root: str) -> Source:
@@ -101,28 +122,36 @@ def worktree(root: str) -> Source:
     return Source(found, reader)
 
 
-def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | None = None) -> Source:
+# given the paths where the work tree differs from git's index: git's index entries there and
+# wherever else the listing may differ from a base tree, and that tree's part (the rest); None:
+# the whole index is listed
+NearListing = Callable[[list[str]], "tuple[list[Entry], Rest] | None"]
+
+
+def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | None = None,
+                    near: NearListing | None = None) -> Source:
     """The work tree as git sees it: files git knows unchanged are taken at their index blob id
     (no read, no hash); changed and untracked files are read from disk. Much faster than
-    reading every file when the analysis cache already knows most blobs.
+    reading every file when the analysis cache already knows most blobs. With `near`, only
+    the paths it names are listed, the rest is a base tree's (`Source.rest`).
 
     git's "unchanged" compares content through its filters (clean, ident, eol conversion), so
     `rehash`, given the regular files, names those to read and hash from their raw bytes anyway."""
     root = git.root
+    changed, untracked = git.run_together(  # git's stat pass over the tracked files, its walk for the others
+        ("diff-files", "-z", "--name-only", "--", *DOCUMENT_ROOTS),
+        ("ls-files", "-z", "-o", "--exclude-standard", "--", *DOCUMENT_ROOTS))
+    named = [rel for rel in (raw.decode("utf-8", "surrogateescape") for raw in changed.split(b"\0") + untracked.split(b"\0") if raw)
+             if not (rel.endswith("/.gitkeep") or rel == ".gitkeep")]
+    found = near(named) if near is not None else None
+    entries, rest = found if found is not None else (git.ls_files(*DOCUMENT_ROOTS), None)
     listed: dict[str, Listed] = {}
-    for entry in git.ls_files(*DOCUMENT_ROOTS):
+    for entry in entries:
         if not entry.path.endswith("/.gitkeep"):
             listed[entry.path] = Listed(entry.path, entry.sha, entry.mode)
-    changed = git.run("diff-files", "-z", "--name-only", "--", *DOCUMENT_ROOTS).split(b"\0")
-    untracked = git.run("ls-files", "-z", "-o", "--exclude-standard", "--", *DOCUMENT_ROOTS).split(b"\0")
     gone: set[str] = set()
     contents: dict[str, bytes] = {}
-    for raw in changed + untracked:
-        if not raw:
-            continue
-        rel = raw.decode("utf-8", "surrogateescape")
-        if rel.endswith("/.gitkeep") or rel == ".gitkeep":
-            continue
+    for rel in named:
         full = os.path.join(root, rel)
         try:
             st = os.lstat(full)
@@ -158,7 +187,7 @@ def worktree_in_git(git: Git, rehash: Callable[[list[str]], Iterable[str]] | Non
                     data = handle.read()
             yield item, data
 
-    return Source(list(listed.values()), reader, frozenset(contents) | gone)
+    return Source(list(listed.values()), reader, frozenset(contents) | gone, rest)
 
 
 def _from_entries(git: Git, entries: list[Entry]) -> Source:

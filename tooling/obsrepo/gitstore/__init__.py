@@ -100,6 +100,14 @@ class Git:
             raise GitError(message, command=["git", *args])
         return proc.stdout
 
+    def run_together(self, *commands: tuple[str, ...]) -> list[bytes]:
+        """Several read-only git commands at once, each its own process (`run` each), their
+        outputs in order: passes over the work tree that do not wait for each other."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(commands)) as pool:
+            return list(pool.map(lambda args: self.run(*args), commands))
+
     @staticmethod
     def discover(cwd: str) -> Git | None:
         """The repository that contains `cwd`, or None outside any repository."""
@@ -196,6 +204,14 @@ class Git:
             meta, path = record.split(b"\t", 1)
             mode, _kind, sha = meta.decode().split(" ")
             entries.append(Entry(sys.intern(mode), sha, path.decode("utf-8", "surrogateescape")))
+        return entries
+
+    def ls_tree_at(self, commit: str, paths: Iterable[str]) -> list[Entry]:
+        """`commit`'s entries at exactly these paths (those it has), a few hundred a process."""
+        named = sorted(paths)
+        entries: list[Entry] = []
+        for start in range(0, len(named), 500):
+            entries += self.ls_tree(commit, *(f":(literal){p}" for p in named[start:start + 500]))
         return entries
 
     def diff(self, *args: str) -> list[Change]:
