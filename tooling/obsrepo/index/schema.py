@@ -6,7 +6,7 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 from ..format.vocabulary import CLASSIFICATION_RANK  # noqa: F401 - re-exported
 from .columns import COMP_VERSIONS, OBS_KEYS, OBS_VERSIONS, OBSERVATION, RECORD_COLUMNS, column_list, ddl
 
-FORMAT_VERSION = "8"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
+FORMAT_VERSION = "9"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 
 TABLES = f"""
@@ -20,6 +20,9 @@ CREATE TABLE commits (
 -- obs_versions is stored by entity for snapshots, and a page of recent matches would otherwise
 -- touch as many storage blocks as it has rows
 CREATE TABLE obs_records AS SELECT row_id, {RECORD_COLUMNS} FROM obs_versions LIMIT 0;
+-- a page's records by key (read/query.py, fetch_records): a scan decompresses every printed
+-- column of every row between the page's first and last, and a ranked page's rows are far apart
+CREATE INDEX obs_records_row ON obs_records (row_id);
 -- a version's scopes and type as keys, stored by key: the rows a scoped query reads (see keyed)
 {ddl("obs_keys", OBS_KEYS)}
 CREATE TABLE obs_terms (row_id BIGINT NOT NULL, term VARCHAR NOT NULL, tf INTEGER NOT NULL);

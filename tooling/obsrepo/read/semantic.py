@@ -232,7 +232,7 @@ def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]]]:
     over every tenant's rows (a map, indexed by the caller's filtered rows only)."""
     import numpy as np
 
-    stored = f'"{scope.one("SELECT current_database()")[0]}".main'
+    stored = scope.stored()
     found = scope.columns(f"SELECT t.row_id, e.segment, e.slot FROM {stored}.obs_texts AS t "
                           f"JOIN {stored}.embedded_texts AS e USING (text_key)")
     size = int(found["row_id"].max()) + 1 if len(found["row_id"]) else 0
