@@ -249,13 +249,14 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     import numpy as np
 
     from .bm25 import bm25
+    from .rowids import ascending
 
-    filtered = np.sort(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
+    filtered = ascending(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
     scored = bm25(scope, filtered, request.text or "")
     total = len(scored.row_ids)
     ranking = scored.scores
     if not request.unweighted:
-        ranking = ranking * _row_weights(scope, scored.row_ids)
+        ranking = ranking * row_weights(scope, scored.row_ids)
     end = request.offset + request.limit
     if request.offset >= total:
         return [], total
@@ -270,19 +271,17 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     return rows, total
 
 
-def _row_weights(scope: ReadScope, row_ids: Any) -> Any:
-    """The feedback weight of each of `row_ids` (sorted), 1.0 where there is none."""
-    import numpy as np
+def row_weights(scope: ReadScope, row_ids: Any) -> Any:
+    """The feedback weight of each of `row_ids`, 1.0 where there is none: the visible rows'
+    weights read once per index generation and view."""
+    def read() -> Any:
+        from .rowids import ByRow
 
-    weights = np.ones(len(row_ids), dtype=np.float64)
-    found = scope.columns(f"SELECT v.row_id, w.weight::DOUBLE AS weight FROM {scope.weights()} AS w "
-                          "JOIN visible AS v ON v.id = w.observation_id")
-    if len(found["row_id"]):
-        from .bm25 import among
+        found = scope.columns(f"SELECT v.row_id, w.weight::DOUBLE AS weight FROM {scope.weights()} AS w "
+                              "JOIN visible AS v ON v.id = w.observation_id")
+        return ByRow(found["row_id"], found["weight"], 1.0)
 
-        mine = among(row_ids, found["row_id"])
-        weights[np.searchsorted(row_ids, found["row_id"][mine])] = found["weight"][mine]
-    return weights
+    return scope.remember(("row weights", *scope.view_key()), read).of(row_ids)
 
 
 def _iso(text: str) -> str:
