@@ -230,7 +230,7 @@ def _truncate(con: Any, keep: int) -> None:
     """Forget every chain commit after `keep`: the branch moved backwards or was rewritten."""
     for table in ("obs_versions", "comp_versions"):
         if table == "obs_versions":
-            for side in ("obs_records", "obs_terms", "obs_doclen", "obs_texts", "obs_keys"):
+            for side in ("obs_records", "obs_terms", "obs_doclen", "obs_vectors", "obs_texts", "obs_keys"):
                 con.execute(f"DELETE FROM {side} WHERE row_id IN (SELECT row_id FROM obs_versions WHERE added_seq > ?)", [keep])
         con.execute(f"DELETE FROM {table} WHERE added_seq > ?", [keep])
         con.execute(f"UPDATE {table} SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])

@@ -30,6 +30,8 @@ CREATE TABLE obs_doclen (row_id BIGINT NOT NULL, doc_len INTEGER NOT NULL);
 CREATE TABLE obs_texts (row_id BIGINT NOT NULL, text_key UHUGEINT NOT NULL);
 CREATE TABLE vector_segments (segment INTEGER NOT NULL, name VARCHAR NOT NULL, size BIGINT NOT NULL);
 CREATE TABLE embedded_texts (text_key UHUGEINT NOT NULL, segment INTEGER NOT NULL, slot INTEGER NOT NULL);
+-- each row's vector as embedded_texts places its text (kept with it): what a query reads, ints only
+CREATE TABLE obs_vectors (row_id BIGINT NOT NULL, segment INTEGER NOT NULL, slot INTEGER NOT NULL);
 {ddl("comp_versions", COMP_VERSIONS)}
 CREATE TABLE entity_snapshots (  -- at the indexed commit, over every tenant (see entity_table)
     entity_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, snapshot JSON NOT NULL, provenance JSON NOT NULL,

@@ -3,8 +3,9 @@
 Every observation row (at every commit of the chain, so `--at` an old commit finds its vectors)
 gets the key of the text that is embedded (`event`, a blank line, `body`): the first 128 bits of
 its SHA-256. With an embedder configured, the index catalogues the segments of the repository's
-vector cache (`vector_segments`: name and size; `embedded_texts`: each key's segment and slot,
-so a query maps its filtered rows to vectors in one join), embeds the texts the cache lacks and
+vector cache (`vector_segments`: name and size; `embedded_texts`: each key's segment and slot;
+`obs_vectors`: the same for each row, kept with it, so a query reads its rows' vectors' places
+as plain integers, without a join), embeds the texts the cache lacks and
 appends them to it. A segment is read whole (its checksum) once, when the index first records
 it; later builds only look at the folder's names and the recorded segments' sizes, so an update
 costs nothing per vector already there. A recorded segment gone or of another size is forgotten,
@@ -49,9 +50,13 @@ def open_cache(git: Git, embedder: Any) -> VectorCache:
 
 
 def key_new_rows(con: Any) -> None:
-    """Give the rows added since the last build their text keys."""
+    """Give the rows added since the last build their text keys, and those whose text a
+    recorded segment holds already their vectors (`obs_vectors`)."""
+    (last,) = con.execute("SELECT coalesce(max(row_id), -1) FROM obs_texts").fetchone()
     con.execute(f"INSERT INTO obs_texts SELECT row_id, {key_sql('h')} FROM (SELECT o.row_id, sha256({TEXT_SQL}) AS h "
-                "FROM obs_versions AS o WHERE o.row_id > (SELECT coalesce(max(row_id), -1) FROM obs_texts)) ORDER BY row_id")
+                "FROM obs_versions AS o WHERE o.row_id > ?) ORDER BY row_id", [last])
+    con.execute("INSERT INTO obs_vectors SELECT t.row_id, e.segment, e.slot FROM obs_texts AS t "
+                "JOIN embedded_texts AS e USING (text_key) WHERE t.row_id > ? ORDER BY t.row_id", [last])
 
 
 def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) -> dict[str, Any] | None:
@@ -68,7 +73,7 @@ def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) 
         cache, error = None, exc.message
     fingerprint = cache.fingerprint if cache is not None else ""  # "": a remote model never reached yet
     if _meta(con, "semantic_fingerprint") != fingerprint:
-        con.execute("DELETE FROM embedded_texts; DELETE FROM vector_segments")
+        con.execute("DELETE FROM embedded_texts; DELETE FROM vector_segments; DELETE FROM obs_vectors")
         con.execute("INSERT OR REPLACE INTO meta VALUES ('semantic_fingerprint', ?)", [fingerprint])
     pending = None
     if cache is not None:
@@ -84,6 +89,7 @@ def catalogue(con: Any, cache: VectorCache) -> None:
     for name, (number, size) in recorded.items():
         if _size(cache.folder / name) != size:
             con.execute("DELETE FROM embedded_texts WHERE segment = ?", [number])
+            con.execute("DELETE FROM obs_vectors WHERE segment = ?", [number])
             con.execute("DELETE FROM vector_segments WHERE segment = ?", [number])
     for name in cache.names():
         if name not in recorded:
@@ -109,6 +115,9 @@ def _record(con: Any, segment: Any) -> None:
                     "ANTI JOIN embedded_texts USING (text_key) GROUP BY k.text_key", [number])
     finally:
         con.unregister("segment_keys")
+    # the rows of the texts it gave a vector (a text another segment held keeps that one)
+    con.execute("INSERT INTO obs_vectors SELECT t.row_id, e.segment, e.slot FROM obs_texts AS t "
+                "JOIN embedded_texts AS e USING (text_key) WHERE e.segment = ? ORDER BY t.row_id", [number])
 
 
 def _fill(con: Any, cache: VectorCache, embedder: Any) -> tuple[str | None, int]:

@@ -8,7 +8,7 @@ in `hybrid` every BM25 hit too; relevance is `α·max(cos, 0) + (1−α)·bm25/m
 reciprocal rank fusion (`rrf`, k = 60), rounded to 6 decimals, times the feedback weight; ties
 go by the default order.
 
-Speed: the index maps each filtered row to its vector's segment and slot (`embedded_texts`),
+Speed: the index maps each filtered row to its vector's segment and slot (`obs_vectors`),
 so the rows' vectors are gathered from the mapped segments in one step per segment and
 screened by one float32 matrix-vector product. The cosines that decide (every row within the
 float32 error bound of the k-th, and every candidate) are then computed again in float64 from
@@ -193,7 +193,7 @@ def _order(scope: ReadScope, row_ids: Any, order: str) -> Any:
 
 
 class _Vectors:
-    """The filtered rows' vectors: each row's segment and slot (the index's `embedded_texts`,
+    """The filtered rows' vectors: each row's segment and slot (the index's `obs_vectors`,
     read once per index generation), in the mapped segments (a segment gone or changed since
     the index recorded it: its rows have none). Their rough cosines (float32) are computed for
     every filtered row at once: a segment most of whose rows are filtered by one product over
@@ -313,8 +313,7 @@ def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]]]:
     import numpy as np
 
     stored = scope.stored()
-    found = scope.columns(f"SELECT t.row_id, e.segment, e.slot FROM {stored}.obs_texts AS t "
-                          f"JOIN {stored}.embedded_texts AS e USING (text_key)")
+    found = scope.columns(f"SELECT row_id, segment, slot FROM {stored}.obs_vectors")
     size = int(found["row_id"].max()) + 1 if len(found["row_id"]) else 0
     segment_of, slot_of = np.full(size, -1, dtype=np.int32), np.zeros(size, dtype=np.int32)
     segment_of[found["row_id"]], slot_of[found["row_id"]] = found["segment"], found["slot"]
