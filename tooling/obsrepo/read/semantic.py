@@ -243,14 +243,14 @@ class _Vectors:
         whole = wanted * 2 > counts
         for number in np.flatnonzero(whole & self.present).tolist():
             segment, start = self.segments[number], int(self.starts[number])
-            dots[start:start + segment.count] = np.dot(segment.matrix, self.query)  # BLAS: `@` is slower here
+            dots[start:start + segment.count] = _products(segment.matrix, self.query)
             norms[start:start + segment.count] = segment.norms
         some = mine & ~whole[np.maximum(self.segment, 0)]
         order, runs = _by_segment(self.segment[some], self.place[some])
         for number, start, end in runs:
             places = self.place[some][order[start:end]]
             segment, slots = self.segments[number], places - self.starts[number]
-            dots[places], norms[places] = np.dot(segment.matrix[slots], self.query), segment.norms[slots]
+            dots[places], norms[places] = _products(segment.matrix[slots], self.query), segment.norms[slots]
         found, scale = dots[self.place[mine]], norms[self.place[mine]] * query_norm
         rough = np.zeros(len(self.row_ids), dtype=np.float32)
         rough[mine] = np.divide(found, scale, out=np.zeros_like(found), where=scale > 0)
@@ -294,6 +294,15 @@ class _Vectors:
         norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * float(np.linalg.norm(query))
         found[mine[order]] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
         return found
+
+
+def _products(matrix: Any, query: Any) -> Any:
+    """Each float32 row's product with the query, in float32 (the screen's: within its error
+    bound, whatever the order of the sums). numpy's own loop, not BLAS: at 100,000 rows a
+    third of the CPU of a BLAS call, whose threads also keep spinning after it."""
+    import numpy as np
+
+    return np.einsum("ij,j->i", matrix, query)
 
 
 def _by_segment(segments: Any, places: Any) -> tuple[Any, list[tuple[int, int, int]]]:
