@@ -256,7 +256,7 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     total = len(scored.row_ids)
     ranking = scored.scores
     if not request.unweighted:
-        ranking = ranking * row_weights(scope, scored.row_ids)
+        ranking = ranking * scope.row_weights(scored.row_ids)
     end = request.offset + request.limit
     if request.offset >= total:
         return [], total
@@ -269,19 +269,6 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     finally:
         scope.con.unregister("text_page_rows")
     return rows, total
-
-
-def row_weights(scope: ReadScope, row_ids: Any) -> Any:
-    """The feedback weight of each of `row_ids`, 1.0 where there is none: the visible rows'
-    weights read once per index generation and view."""
-    def read() -> Any:
-        from .rowids import ByRow
-
-        found = scope.columns(f"SELECT v.row_id, w.weight::DOUBLE AS weight FROM {scope.weights()} AS w "
-                              "JOIN visible AS v ON v.id = w.observation_id")
-        return ByRow(found["row_id"], found["weight"], 1.0)
-
-    return scope.remember(("row weights", *scope.view_key()), read).of(row_ids)
 
 
 def _iso(text: str) -> str:

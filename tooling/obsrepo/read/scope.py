@@ -284,6 +284,18 @@ class ReadScope:
                 self._weights = "scope_weights"
         return self._weights
 
+    def row_weights(self, row_ids: Any) -> Any:
+        """The feedback weight of each of `row_ids` (numpy), 1.0 where there is none: the
+        visible rows' weights read once per index generation and view."""
+        def read() -> Any:
+            from .rowids import ByRow
+
+            found = self.columns(f"SELECT v.row_id, w.weight::DOUBLE AS weight FROM {self.weights()} AS w "
+                                 "JOIN visible AS v ON v.id = w.observation_id")
+            return ByRow(found["row_id"], found["weight"], 1.0)
+
+        return self.remember(("row weights", *self.view_key()), read).of(row_ids)
+
     def _views(self, visible: str, terms: str, doclen: str, records: str) -> None:
         bodies = (("visible_all", visible), ("visible_terms", terms), ("visible_doclen", doclen), ("visible_records", records))
         self.con.execute(";".join(

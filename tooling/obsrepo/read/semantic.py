@@ -22,7 +22,6 @@ from typing import Any
 
 from ..errors import missing_extra
 from .bm25 import bm25
-from .query import row_weights
 from .rowids import among, ascending
 from .scope import ReadScope
 
@@ -81,7 +80,7 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
         hits, lexical_scores = scored.row_ids, scored.scores
     top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
     lexical_of_hits = round6(lexical_scores / top) if top > 0 else np.zeros(len(hits))
-    weight_of_hits = row_weights(scope, hits) if weighted else np.ones(len(hits))
+    weight_of_hits = scope.row_weights(hits) if weighted else np.ones(len(hits))
     kept = np.ones(len(hits), dtype=bool)
     if how.fusion != "rrf":  # rrf places every hit by its BM25 rank: all of them then
         kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits, weight_of_hits, offset + limit)
@@ -98,7 +97,7 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     lexical_of, weights = np.zeros(len(involved)), np.ones(len(involved))
     lexical_of[hit_at], weights[hit_at] = lexical_of_hits[kept], weight_of_hits[kept]
     if weighted:
-        weights[nearest] = row_weights(scope, involved[nearest])
+        weights[nearest] = scope.row_weights(involved[nearest])
     lexical = lexical_of[candidates]
     closeness = cosine[candidates]
     semantic = round6(np.where(closeness < 0.0, 0.0, closeness))  # max(cos, 0) as Python's max keeps -0.0
