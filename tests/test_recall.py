@@ -235,3 +235,82 @@ def test_scores_are_rounded_as_python_rounds():
     values += [rng.randrange(1, 10**7) / 10**rng.randrange(6, 9) * rng.choice([1, -1]) for _ in range(20_000)]
     rounded = round6(np.asarray(values, dtype=np.float64))
     assert [repr(float(r)) for r in rounded] == [repr(round(v, 6)) for v in values]  # -0.0 as well
+
+
+@pytest.fixture(scope="module")
+def many_hits(make_module_repo, tmp_path_factory) -> tuple[Repo, str]:
+    """80 observations that nearly all hold the query's terms (a random model of potion's shape,
+    few tokens), some with feedback weights, some texts twice: pages far smaller than the hits."""
+    import random
+
+    from embedders import write_wordpiece_model
+
+    repo = make_module_repo("many")
+    rng = random.Random(11)
+    words = ["invoice", "paid", "late", "parcel", "bill", "settled", "vendor", "total"]
+    ids = []
+    for n in range(80):
+        obs_id = f"obs-202602{10 + n // 20:02d}-09{n % 20:02d}00-{n:04d}"
+        event = "invoice " + " ".join(rng.choice(words) for _ in range(rng.randrange(1, 5))) if n % 9 else "shipment"
+        repo.add(observation(obs_id, event=event, body="the same body" if n % 4 else f"body {n} {event}",
+                             tenant={"org": "northwind" if n % 3 else "globex"}))
+        ids.append(obs_id)
+    for n, target in enumerate(ids[::7]):
+        repo.add(observation(f"obs-20260301-090000-{n:04d}", feedback={"target": target, "outcome": "misleading"},
+                             tenant={"org": "northwind" if ids.index(target) % 3 else "globex"}))
+    repo.commit("many hits")
+    model = write_wordpiece_model(tmp_path_factory.mktemp("model"), tokens=2000, dimension=32)
+    return repo, f"model2vec:{model}"
+
+
+@needs_model2vec
+@pytest.mark.parametrize("binding", [{}, {"org": "northwind"}])
+def test_a_page_of_a_ranking_is_that_part_of_the_whole_ranking(many_hits, binding):
+    """Only the hits that may reach a page get an exact cosine and a place in the default order:
+    every page (offset, limit) is the same slice of the ranking read whole, scores included."""
+    from obsrepo.ops import Session, run
+    from obsrepo.ops.reads import Query
+    from obsrepo.ops.values import Binding
+
+    repo, embedder = many_hits
+    session = Session(str(repo.path), embedder=embedder, binding=Binding.of(binding))
+    session.keep_open()
+    try:
+        for options in ({}, {"alpha": 0.9}, {"alpha": 0.1}, {"unweighted": True}, {"match": "semantic", "semantic_k": 7},
+                        {"fusion": "rrf"}, {"semantic_k": 3}):
+            options = {"match": "hybrid", **options}
+            whole = run(session, Query(text="invoice paid", limit=500, **options)).data
+            assert whole["total"] == len(whole["observations"]) > (5 if options["match"] == "semantic" else 30), options
+            assert any(r["scores"]["weight"] != 1.0 for r in whole["observations"]) or options.get("unweighted") \
+                or options["match"] == "semantic"
+            for offset, limit in ((0, 1), (0, 5), (3, 4), (10, 10), (len(whole["observations"]) - 2, 5)):
+                page = run(session, Query(text="invoice paid", limit=limit, offset=offset, **options)).data
+                assert page["total"] == whole["total"] and page["semantic_coverage"] == whole["semantic_coverage"]
+                assert page["observations"] == whole["observations"][offset:offset + limit], (options, offset, limit)
+    finally:
+        session.close()
+
+
+def test_row_id_sets_answer_as_sorted_searches_do():
+    """`rowids` (masks and arrays over the dense row ids) answers what a sort and a binary
+    search answer, for dense and sparse ids, drafts' negative ids and ids listed twice."""
+    import numpy as np
+    from obsrepo.read.rowids import ByRow, among, ascending
+
+    rng = np.random.default_rng(3)
+    for top, count in ((1000, 900), (1000, 30), (10**9, 50), (50, 0)):
+        ids = rng.choice(top, size=count, replace=False).astype(np.int64)
+        ids = np.concatenate([ids, -(2**40) - np.arange(3)]) if top == 1000 and count == 30 else ids
+        assert np.array_equal(ascending(ids), np.sort(ids))
+        sorted_ids, asked = np.sort(ids), rng.integers(-5, max(top, 5) + 5, size=200)
+        at = np.minimum(np.searchsorted(sorted_ids, asked), max(len(sorted_ids) - 1, 0))
+        expected = sorted_ids[at] == asked if len(sorted_ids) else np.zeros(len(asked), dtype=bool)
+        assert np.array_equal(among(sorted_ids, asked), expected)
+        values = rng.random(len(ids))
+        twice = np.concatenate([ids, ids[:3]]), np.concatenate([values, values[:3] + 1])  # the first value counts
+        for row_ids, row_values in ((ids, values), twice):
+            lookup = ByRow(row_ids, row_values, 1.0)
+            first = {}
+            for row, value in zip(row_ids.tolist(), row_values.tolist()):
+                first.setdefault(row, value)
+            assert lookup.of(asked).tolist() == [first.get(row, 1.0) for row in asked.tolist()]

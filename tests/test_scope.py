@@ -105,6 +105,27 @@ def test_rows_read_by_key_are_the_visible_rows_that_hold_it(two_tenants):
             con.close()
 
 
+def test_records_read_by_row_id_are_the_visible_records_of_those_ids(two_tenants, monkeypatch):
+    """`records_of` (a page's records by the stored table's index on row id, or by a scan for a
+    long page or an overlay's rows) answers what `visible_records` filtered by the ids does, at
+    every commit and binding: another tenant's row id asked for gives nothing."""
+    from obsrepo.read import scope as scopes
+
+    repo, commits, _ = two_tenants
+    for at, tenant in [(at, tenant) for at in ("second", "side") for tenant in ({}, {"org": "acme"})]:
+        con, scope = _scope(repo, commits[at], tenant)
+        try:
+            every = [r[0] for r in con.execute("SELECT row_id FROM obs_records ORDER BY 1").fetchall()]
+            expected = sorted(scope.rows(f"SELECT row_id, id FROM visible_records WHERE row_id IN ({','.join(map(str, every))})"))
+            assert len(expected) == (2 if tenant else 5) or at == "side"
+            for by_key in (len(every), 0):  # the index's read, then the scan's
+                monkeypatch.setattr(scopes, "RECORDS_BY_KEY", by_key)
+                assert sorted(scope.rows(f"SELECT row_id, id FROM {scope.records_of(every)}")) == expected, (at, tenant)
+        finally:
+            scope.close()
+            con.close()
+
+
 def test_an_unbound_scope_sees_every_tenant_and_scopes_do_not_share_views(two_tenants):
     repo, commits, mine = two_tenants
     con, everyone = _scope(repo, commits["second"], {})

@@ -179,3 +179,69 @@ def test_a_callers_own_embedding_without_an_embedder_is_refused_naming_it(alone_
     with pytest.raises(UsageError) as refused:
         run(Session(str(alone.root), embedder="none"), Query(embedding=(1.0, 0.0)))
     assert refused.value.details["parameter"] == "embedding" and "OBSREPO_EMBEDDER" in refused.value.message
+
+
+def test_a_local_model_writes_large_segments_and_a_failure_keeps_what_it_gave(repo, tmp_path, monkeypatch):
+    """A local model's texts go into segments of up to SEGMENT_TEXTS (a batch of BATCH_TEXTS
+    at a time); when the model fails midway, what it gave is written and recorded, the rest
+    pending, and the next run embeds only that."""
+    from obsrepo.embed.local import Model2Vec
+    from obsrepo.errors import EmbedderFault
+    from obsrepo.index import vectors
+    from obsrepo.ops import Session
+
+    monkeypatch.setattr(vectors, "BATCH_TEXTS", 2)
+    monkeypatch.setattr(vectors, "SEGMENT_TEXTS", 4)
+    for n in range(7):
+        repo.add(observation(f"obs-20260210-0900{n:02d}-{n:04d}", event=f"{WORDS[n]} {n}", body="acme"))
+    repo.commit("seven texts")
+    session = Session(str(repo.path), embedder=f"model2vec:{write_model(tmp_path / 'model')}")
+    first = session.build(session.rev("HEAD", "at")).semantic
+    assert first["embedded"] == 7 and first["pending"] == 0 and first["error"] is None
+    assert sorted(p.stat().st_size for p in segments(repo))[0] < sorted(p.stat().st_size for p in segments(repo))[1]
+    assert len(segments(repo)) == 2  # 4 texts, then 3
+
+    places_kept(repo)
+    for n in range(7, 12):
+        repo.add(observation(f"obs-20260211-0900{n:02d}-{n:04d}", event=f"{WORDS[n % len(WORDS)]} {n}", body="acme"))
+    repo.add(observation("obs-20260211-090100-0099", event=f"{WORDS[0]} 0", body="acme"))  # a text embedded already
+    repo.commit("five more")
+    calls = []
+    embed = Model2Vec.embed
+
+    def failing(self, texts):
+        calls.append(len(texts))
+        if len(calls) > 1:
+            raise EmbedderFault("the model went away", provider="model2vec")
+        return embed(self, texts)
+
+    monkeypatch.setattr(Model2Vec, "embed", failing)
+    second = session.build(session.rev("HEAD", "at")).semantic
+    assert calls == [2, 2] and second["error"] == "the model went away"
+    assert second["embedded"] == 9 and second["pending"] == 3 and len(segments(repo)) == 3
+    places_kept(repo)
+    monkeypatch.setattr(Model2Vec, "embed", embed)
+    third = session.build(session.rev("HEAD", "at")).semantic
+    assert third["embedded"] == 12 and third["pending"] == 0 and len(segments(repo)) == 4
+    places_kept(repo)
+    min(segments(repo)).unlink()  # a recorded segment gone: forgotten, its texts embedded again
+    assert session.build(session.rev("HEAD", "at")).semantic["pending"] == 0
+    places_kept(repo)
+    other = Session(str(repo.path), embedder=f"model2vec:{write_model(tmp_path / 'other', scale=2.0)}")
+    assert other.build(session.rev("HEAD", "at")).semantic["embedded"] == 12  # another kind of vector: all again
+    places_kept(repo)
+
+
+def places_kept(repo: Repo) -> None:
+    """`obs_vectors` (each row's vector's place, kept with the index) is what joining the rows'
+    text keys with `embedded_texts` says, row for row."""
+    import duckdb
+
+    con = duckdb.connect(str(repo.path / ".obsrepo" / "index.duckdb"), read_only=True)
+    try:
+        kept = con.execute("SELECT row_id, segment, slot FROM obs_vectors ORDER BY ALL").fetchall()
+        joined = con.execute("SELECT t.row_id, e.segment, e.slot FROM obs_texts AS t "
+                             "JOIN embedded_texts AS e USING (text_key) ORDER BY ALL").fetchall()
+    finally:
+        con.close()
+    assert kept == joined and kept

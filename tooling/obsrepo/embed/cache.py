@@ -55,7 +55,7 @@ class Segment:
     """One segment, mapped: `keys` (count × 32 bytes), `matrix` (count × dimension float32) and
     `norms` (count float32), read-only views of the file's pages."""
 
-    def __init__(self, name: str, size: int, keys: bytes, matrix: Any, norms: Any) -> None:
+    def __init__(self, name: str, size: int, keys: bytes | memoryview, matrix: Any, norms: Any) -> None:
         self.name = name
         self.size = size
         self.keys = keys
@@ -151,7 +151,7 @@ class VectorCache:
         norms_at = matrix_at + count * self.dimension * 4
         matrix = np.frombuffer(data, dtype="<f4", count=count * self.dimension, offset=matrix_at).reshape(count, self.dimension)
         norms = np.frombuffer(data, dtype="<f4", count=count, offset=norms_at)
-        return Segment(name, size, bytes(data[start:matrix_at]), matrix, norms)
+        return Segment(name, size, memoryview(data)[start:matrix_at], matrix, norms)  # not copied: a query reads none
 
 
 def _layout(data: Any, size: int, fingerprint: str, dimension: int) -> tuple[int, int] | None:

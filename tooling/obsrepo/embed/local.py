@@ -28,6 +28,7 @@ HASHES = "model-hashes.json"  # in the embeddings folder: each local model's fil
 
 class Model2Vec:
     provider = "model2vec"
+    local = True  # embeds in this process: what is lost is cheap to embed again
 
     def __init__(self, folder: str, dimension: int, given: str) -> None:
         self.folder = folder

@@ -25,7 +25,7 @@ from .keyed import close_keyed
 from .paths import unwritable
 from .plan import UpdatePlan, plan_update
 from .rows import SMALL_BATCH, insert_rows, utc
-from .schema import FORMAT_VERSION, NOW, TABLES, VIEWS
+from .schema import DROP_INDEXES, FORMAT_VERSION, INDEXES, NOW, TABLES, VIEWS
 from .vectors import EmbedderSource, behind, refresh_vectors
 from .weights import refresh_weights
 from .writer import IndexFiles, open_writer
@@ -163,8 +163,7 @@ def _write(build: BuildContext, existing: list[str] | None, early: Future[str] |
     except (OSError, duckdb.IOException) as exc:
         raise unwritable(files.path, exc if isinstance(exc, OSError) else OSError(str(exc))) from None
     try:
-        if existing is None:
-            con.execute(TABLES)
+        con.execute(TABLES if existing is None else DROP_INDEXES)
         result = apply_plan(git, con, plan_update(git, existing, target), build.progress)
         if build.strict and result.problems:
             raise StrictFailure
@@ -173,6 +172,7 @@ def _write(build: BuildContext, existing: list[str] | None, early: Future[str] |
         refresh_weights(git, con, target)
         if existing is None:
             con.execute(VIEWS)  # a copy of the same format has them already
+        con.execute(INDEXES)
         con.execute("INSERT OR REPLACE INTO meta VALUES ('commit', ?), ('format_version', ?)", [target, FORMAT_VERSION])
         con.execute("CHECKPOINT")
     except StrictFailure:
@@ -230,7 +230,7 @@ def _truncate(con: Any, keep: int) -> None:
     """Forget every chain commit after `keep`: the branch moved backwards or was rewritten."""
     for table in ("obs_versions", "comp_versions"):
         if table == "obs_versions":
-            for side in ("obs_records", "obs_terms", "obs_doclen", "obs_texts", "obs_keys"):
+            for side in ("obs_records", "obs_terms", "obs_doclen", "obs_vectors", "obs_texts", "obs_keys"):
                 con.execute(f"DELETE FROM {side} WHERE row_id IN (SELECT row_id FROM obs_versions WHERE added_seq > ?)", [keep])
         con.execute(f"DELETE FROM {table} WHERE added_seq > ?", [keep])
         con.execute(f"UPDATE {table} SET removed_seq = {NOW} WHERE removed_seq > ? AND removed_seq <> {NOW}", [keep])

@@ -30,6 +30,8 @@ CREATE TABLE obs_doclen (row_id BIGINT NOT NULL, doc_len INTEGER NOT NULL);
 CREATE TABLE obs_texts (row_id BIGINT NOT NULL, text_key UHUGEINT NOT NULL);
 CREATE TABLE vector_segments (segment INTEGER NOT NULL, name VARCHAR NOT NULL, size BIGINT NOT NULL);
 CREATE TABLE embedded_texts (text_key UHUGEINT NOT NULL, segment INTEGER NOT NULL, slot INTEGER NOT NULL);
+-- each row's vector as embedded_texts places its text (kept with it): what a query reads, ints only
+CREATE TABLE obs_vectors (row_id BIGINT NOT NULL, segment INTEGER NOT NULL, slot INTEGER NOT NULL);
 {ddl("comp_versions", COMP_VERSIONS)}
 CREATE TABLE entity_snapshots (  -- at the indexed commit, over every tenant (see entity_table)
     entity_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, snapshot JSON NOT NULL, provenance JSON NOT NULL,
@@ -47,6 +49,13 @@ CREATE TABLE problems (
     message VARCHAR NOT NULL
 );
 """
+
+# a page's records by key (read/query.py, fetch_records): a scan decompresses every printed column
+# of every row between the page's first and last, and a ranked page's rows are far apart. Made at
+# the end of every build, and dropped at the start of an update: DuckDB's checkpoint rewrites an
+# index changed in place whole and slowly (~0.6 s at 100k rows), one made again in ~40 ms.
+INDEXES = "CREATE INDEX obs_records_row ON obs_records (row_id)"
+DROP_INDEXES = "DROP INDEX IF EXISTS obs_records_row"
 
 VIEWS = f"""
 CREATE OR REPLACE VIEW observations AS

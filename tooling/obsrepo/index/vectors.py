@@ -3,8 +3,9 @@
 Every observation row (at every commit of the chain, so `--at` an old commit finds its vectors)
 gets the key of the text that is embedded (`event`, a blank line, `body`): the first 128 bits of
 its SHA-256. With an embedder configured, the index catalogues the segments of the repository's
-vector cache (`vector_segments`: name and size; `embedded_texts`: each key's segment and slot,
-so a query maps its filtered rows to vectors in one join), embeds the texts the cache lacks and
+vector cache (`vector_segments`: name and size; `embedded_texts`: each key's segment and slot;
+`obs_vectors`: the same for each row, kept with it, so a query reads its rows' vectors' places
+as plain integers, without a join), embeds the texts the cache lacks and
 appends them to it. A segment is read whole (its checksum) once, when the index first records
 it; later builds only look at the folder's names and the recorded segments' sizes, so an update
 costs nothing per vector already there. A recorded segment gone or of another size is forgotten,
@@ -23,7 +24,12 @@ from ..errors import EmbedderFault
 from ..gitstore import Git
 
 EmbedderSource = Callable[[], Any]  # the configured embedder, loaded on first call; None when there is none
-SEGMENT_TEXTS = 1024  # texts per cache segment: a provider failing midway keeps what it gave
+BATCH_TEXTS = 1024  # texts per call to the provider
+# texts per cache segment at most: a query maps each segment and takes a product per segment, so
+# a local model's cold build writes few large ones (what it gave before failing is written all the
+# same); a remote provider's batch, slow or paid for, is written as it comes, so that a process
+# killed midway keeps it
+SEGMENT_TEXTS = 16 * BATCH_TEXTS
 TEXT_SQL = "o.event || chr(10) || chr(10) || o.body"  # embed.cache.text_of, in SQL
 
 
@@ -44,9 +50,13 @@ def open_cache(git: Git, embedder: Any) -> VectorCache:
 
 
 def key_new_rows(con: Any) -> None:
-    """Give the rows added since the last build their text keys."""
+    """Give the rows added since the last build their text keys, and those whose text a
+    recorded segment holds already their vectors (`obs_vectors`)."""
+    (last,) = con.execute("SELECT coalesce(max(row_id), -1) FROM obs_texts").fetchone()
     con.execute(f"INSERT INTO obs_texts SELECT row_id, {key_sql('h')} FROM (SELECT o.row_id, sha256({TEXT_SQL}) AS h "
-                "FROM obs_versions AS o WHERE o.row_id > (SELECT coalesce(max(row_id), -1) FROM obs_texts)) ORDER BY row_id")
+                "FROM obs_versions AS o WHERE o.row_id > ?) ORDER BY row_id", [last])
+    con.execute("INSERT INTO obs_vectors SELECT t.row_id, e.segment, e.slot FROM obs_texts AS t "
+                "JOIN embedded_texts AS e USING (text_key) WHERE t.row_id > ? ORDER BY t.row_id", [last])
 
 
 def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) -> dict[str, Any] | None:
@@ -63,12 +73,13 @@ def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) 
         cache, error = None, exc.message
     fingerprint = cache.fingerprint if cache is not None else ""  # "": a remote model never reached yet
     if _meta(con, "semantic_fingerprint") != fingerprint:
-        con.execute("DELETE FROM embedded_texts; DELETE FROM vector_segments")
+        con.execute("DELETE FROM embedded_texts; DELETE FROM vector_segments; DELETE FROM obs_vectors")
         con.execute("INSERT OR REPLACE INTO meta VALUES ('semantic_fingerprint', ?)", [fingerprint])
+    pending = None
     if cache is not None:
         catalogue(con, cache)
-        error = _fill(con, cache, embedder)
-    return {**(semantic_state(con) or {}), "error": error}
+        error, pending = _fill(con, cache, embedder)
+    return {**(semantic_state(con, pending) or {}), "error": error}
 
 
 def catalogue(con: Any, cache: VectorCache) -> None:
@@ -78,6 +89,7 @@ def catalogue(con: Any, cache: VectorCache) -> None:
     for name, (number, size) in recorded.items():
         if _size(cache.folder / name) != size:
             con.execute("DELETE FROM embedded_texts WHERE segment = ?", [number])
+            con.execute("DELETE FROM obs_vectors WHERE segment = ?", [number])
             con.execute("DELETE FROM vector_segments WHERE segment = ?", [number])
     for name in cache.names():
         if name not in recorded:
@@ -103,35 +115,60 @@ def _record(con: Any, segment: Any) -> None:
                     "ANTI JOIN embedded_texts USING (text_key) GROUP BY k.text_key", [number])
     finally:
         con.unregister("segment_keys")
+    # the rows of the texts it gave a vector (a text another segment held keeps that one)
+    con.execute("INSERT INTO obs_vectors SELECT t.row_id, e.segment, e.slot FROM obs_texts AS t "
+                "JOIN embedded_texts AS e USING (text_key) WHERE e.segment = ? ORDER BY t.row_id", [number])
 
 
-def _fill(con: Any, cache: VectorCache, embedder: Any) -> str | None:
-    """Embed the texts no recorded segment holds, a segment at a time, recording each segment
-    as it is written. The provider's failure, if any."""
-    texts = con.execute(f"SELECT any_value(sha256({TEXT_SQL})) AS sha, any_value({TEXT_SQL}) FROM obs_texts AS t "
-                        "JOIN obs_versions AS o USING (row_id) "
-                        "WHERE t.text_key NOT IN (SELECT text_key FROM embedded_texts) GROUP BY t.text_key ORDER BY sha").fetchall()
-    for start in range(0, len(texts), SEGMENT_TEXTS):
-        chunk = texts[start:start + SEGMENT_TEXTS]
+def _fill(con: Any, cache: VectorCache, embedder: Any) -> tuple[str | None, int]:
+    """Embed the texts no recorded segment holds, a batch at a time, writing and recording a
+    segment of up to SEGMENT_TEXTS of them (a local model's; a remote provider's batch alone),
+    and what was embedded when the provider fails.
+    The provider's failure, if any, and how many texts are left. Only the rows whose keys no
+    segment holds are joined to their documents (an update: a few), not every row."""
+    texts = con.execute(f"SELECT any_value(sha256({TEXT_SQL})) AS sha, any_value({TEXT_SQL}) "
+                        "FROM (SELECT t.row_id, t.text_key FROM obs_texts AS t ANTI JOIN embedded_texts USING (text_key)) AS t "
+                        "JOIN obs_versions AS o USING (row_id) GROUP BY t.text_key ORDER BY sha").fetchall()
+    keys: list[str] = []
+    vectors: list[Any] = []
+    left, error = len(texts), None
+    most = SEGMENT_TEXTS if getattr(embedder, "local", False) else BATCH_TEXTS
+    for start in range(0, len(texts), BATCH_TEXTS):
+        chunk = texts[start:start + BATCH_TEXTS]
         try:
-            vectors = embedder.embed([text for _sha, text in chunk])
+            vectors.extend(embedder.embed([text for _sha, text in chunk]))
         except EmbedderFault as exc:
-            return exc.message
-        segment = cache.add([sha for sha, _text in chunk], vectors)
-        if segment is not None:
-            _record(con, segment)
-    return None
+            error = exc.message
+            break
+        keys.extend(sha for sha, _text in chunk)
+        if len(keys) >= most or start + BATCH_TEXTS >= len(texts):
+            left -= _write(con, cache, keys, vectors)
+            keys, vectors = [], []
+    if keys:
+        left -= _write(con, cache, keys, vectors)
+    return error, left
 
 
-def semantic_state(con: Any) -> dict[str, Any] | None:
+def _write(con: Any, cache: VectorCache, keys: list[str], vectors: list[Any]) -> int:
+    """Append and record one segment; how many texts it holds (0: it could not be read back)."""
+    segment = cache.add(keys, vectors)
+    if segment is None:
+        return 0
+    _record(con, segment)
+    return len(keys)
+
+
+def semantic_state(con: Any, pending: int | None = None) -> dict[str, Any] | None:
     """{fingerprint, embedded, pending} of the index's record (distinct texts); None when no
-    embedder ever indexed it."""
+    embedder ever indexed it. `pending`: known already (what a fill left)."""
     fingerprint = _meta(con, "semantic_fingerprint")
     if fingerprint is None:
         return None
-    total, embedded = con.execute("SELECT count(DISTINCT text_key), count(DISTINCT text_key) FILTER "
-                                  "(WHERE text_key IN (SELECT text_key FROM embedded_texts)) FROM obs_texts").fetchone()
-    return {"fingerprint": fingerprint or None, "embedded": embedded, "pending": total - embedded}
+    total = con.execute("SELECT count(DISTINCT text_key) FROM obs_texts").fetchone()[0]
+    if pending is None:
+        pending = con.execute("SELECT count(DISTINCT t.text_key) FROM obs_texts AS t "
+                              "ANTI JOIN embedded_texts USING (text_key)").fetchone()[0]
+    return {"fingerprint": fingerprint or None, "embedded": total - pending, "pending": pending}
 
 
 def behind(git: Git, path: str, embedder_source: EmbedderSource | None) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..index.rows import TOKENS
+from .rowids import ByRow, among
 from .scope import ReadScope, literal
 
 K1, B = 1.2, 0.75
@@ -63,35 +64,16 @@ def bm25(scope: ReadScope, filtered: Any, text: str) -> Scored:
     return Scored(hit.astype(np.int64), _round6(np.bincount(which, weights=each, minlength=len(hit))))
 
 
-def among(sorted_ids: Any, ids: Any) -> Any:
-    """Which of `ids` are in `sorted_ids` (a mask)."""
-    import numpy as np
-
-    if not len(sorted_ids):
-        return np.zeros(len(ids), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
-    return sorted_ids[at] == ids
-
-
 def _lengths(scope: ReadScope) -> Any:
     """A function from row ids to their token counts (0 for a row without one), the visible
     rows' lengths read once per index generation and view."""
     import numpy as np
 
-    def read() -> tuple[Any, Any]:
+    def read() -> ByRow:
         found = scope.columns("SELECT row_id, doc_len FROM visible_doclen")
-        order = np.argsort(found["row_id"], kind="stable")
-        return found["row_id"][order], found["doc_len"][order].astype(np.int64)
+        return ByRow(found["row_id"], found["doc_len"].astype(np.int64), 0)
 
-    known, lengths = scope.remember(("doc lengths", *scope.view_key()), read)
-
-    def of(row_ids: Any) -> Any:
-        present = among(known, row_ids)
-        out = np.zeros(len(row_ids), dtype=np.int64)
-        out[present] = lengths[np.searchsorted(known, row_ids[present])]
-        return out
-
-    return of
+    return scope.remember(("doc lengths", *scope.view_key()), read).of
 
 
 def _round6(values: Any) -> Any:

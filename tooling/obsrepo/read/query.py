@@ -217,9 +217,8 @@ def fetch_records(scope: ReadScope, row_ids: list[int], brief: bool = False) -> 
         if not ids:
             continue
         # the ids written into the statement: a list handed over as a parameter costs ~2 ms to convert
-        listed = ",".join(str(int(r)) for r in ids)
-        rows = scope.rows(f"SELECT o.row_id, {BRIEF_SQL if brief else RECORD_SQL + ', NULL, NULL'} FROM visible_records AS o "
-                          f"WHERE o.row_id BETWEEN {min(ids)} AND {max(ids)} AND list_contains([{listed}]::BIGINT[], o.row_id)")
+        rows = scope.rows(f"SELECT o.row_id, {BRIEF_SQL if brief else RECORD_SQL + ', NULL, NULL'} "
+                          f"FROM {scope.records_of(ids)} AS o")
         for row in rows:
             found[row[0]] = _brief(row[1:]) if brief else _record(row[1:], False)
             if ids is drafts:
@@ -250,13 +249,14 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     import numpy as np
 
     from .bm25 import bm25
+    from .rowids import ascending
 
-    filtered = np.sort(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
+    filtered = ascending(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
     scored = bm25(scope, filtered, request.text or "")
     total = len(scored.row_ids)
     ranking = scored.scores
     if not request.unweighted:
-        ranking = ranking * _row_weights(scope, scored.row_ids)
+        ranking = ranking * scope.row_weights(scored.row_ids)
     end = request.offset + request.limit
     if request.offset >= total:
         return [], total
@@ -269,21 +269,6 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     finally:
         scope.con.unregister("text_page_rows")
     return rows, total
-
-
-def _row_weights(scope: ReadScope, row_ids: Any) -> Any:
-    """The feedback weight of each of `row_ids` (sorted), 1.0 where there is none."""
-    import numpy as np
-
-    weights = np.ones(len(row_ids), dtype=np.float64)
-    found = scope.columns(f"SELECT v.row_id, w.weight::DOUBLE AS weight FROM {scope.weights()} AS w "
-                          "JOIN visible AS v ON v.id = w.observation_id")
-    if len(found["row_id"]):
-        from .bm25 import among
-
-        mine = among(row_ids, found["row_id"])
-        weights[np.searchsorted(row_ids, found["row_id"][mine])] = found["weight"][mine]
-    return weights
 
 
 def _iso(text: str) -> str:

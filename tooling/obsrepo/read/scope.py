@@ -14,6 +14,8 @@ writes one. Relations a reader uses:
     visible_terms    BM25 terms of those rows (row_id, term, tf)
     visible_doclen   their token counts (row_id, doc_len)
     visible_records  their printed columns, by row id
+    records_of(ids)  the rows of `visible_records` with those row ids, read by the stored
+                     table's index on row id where it can be (a few rows: a page)
     keyed(kind, values)  the rows of `visible` with one of those scopes or that type, read by
                      key from `obs_keys` (index/keyed.py) instead of a scan, where it can be
     obs_versions     every version ever indexed, within the binding (history, "ever known")
@@ -36,6 +38,7 @@ TENANT_COLUMNS = {"org": "tenant_org", "project": "tenant_project", "agent": "te
 # stored tables keyed by an observation's row id, without tenant columns of their own
 _BY_ROW_ID = ("obs_terms", "obs_doclen", "obs_texts")
 _UNKNOWN = object()
+RECORDS_BY_KEY = 128  # a page of at most this many records is read by row id (~0.3 ms a row), more by a scan
 
 
 def literal(value: str) -> str:
@@ -69,6 +72,7 @@ class ReadScope:
         self._special: list[Any] | None = None
         self._patched: int | None = None  # the chain position an overlay patches (off-chain commits)
         self._keyed: str | None = None  # obs_keys as `visible` sees them (None: they cannot say)
+        self._stored_records = False  # `visible_records` is the stored table within the binding (move_to)
         self._kept = False  # stewardship withholds nothing here (move_to)
         self._stale: Any = _UNKNOWN  # the entities whose stored snapshot may not be this commit's (None: every one)
         self.raised: str | None = None  # a temporary table (row_id, rank) of classifications raised by reclassify
@@ -128,8 +132,7 @@ class ReadScope:
 
     # -- building the relations ------------------------------------------------------------
     def _shadow(self) -> None:
-        catalog = self.one("SELECT current_database()")[0]
-        stored = f'"{catalog}".main'
+        stored = self.stored()
         clause = tenant_clause(self.tenant)
         self.con.execute(";".join([
             f"CREATE TEMP VIEW obs_versions AS SELECT * FROM {stored}.obs_versions WHERE {clause}",
@@ -149,10 +152,12 @@ class ReadScope:
         seq_row = self.remember(("seq", at_commit), lambda: self.one("SELECT seq FROM commits WHERE sha = ?", [at_commit]))
         self._patched = None
         chain: int | None = None  # `visible_all` is the stored rows at this chain position
+        self._stored_records = False
         if seq_row is not None and self.drafts and at_commit == self.indexed_commit:
             self._with_drafts(int(seq_row[0]))
         elif seq_row is not None:
             chain = int(seq_row[0])
+            self._stored_records = True
             self._views(f"SELECT * FROM obs_versions WHERE added_seq <= {chain} AND removed_seq > {chain}",
                         "obs_terms", "obs_doclen", "obs_records")
         else:
@@ -189,6 +194,24 @@ class ReadScope:
         distinct = "DISTINCT " if len(values) > 1 else ""  # a row with two of the values is one row
         return (f"(SELECT {distinct}{', '.join(f'o.{name}' for name in KEYED)} FROM obs_keys AS o "
                 f"WHERE o.key IN ({hashes}) AND o.kind = {literal(kind)} AND o.value IN ({names}) AND {self._keyed})")
+
+    def records_of(self, ids: list[int]) -> str:
+        """A relation of the rows of `visible_records` whose row ids are `ids`. Where those are
+        the stored table's rows within the binding, they are read by its index on row id first
+        (a point read each: a page's rows are far apart, and a scan decompresses every printed
+        column of every row between them), and the binding applied to what was read; a
+        materialized step, so the tenant clause does not turn the read back into a scan."""
+        listed = ",".join(str(int(r)) for r in ids)
+        if not self._stored_records or len(ids) > RECORDS_BY_KEY:
+            # a list of ids is cheaper to test as a list than as an IN (a join), within their range
+            return (f"(SELECT * FROM visible_records WHERE row_id BETWEEN {min(ids)} AND {max(ids)} "
+                    f"AND list_contains([{listed}]::BIGINT[], row_id))")
+        return (f"(WITH r AS MATERIALIZED (SELECT * FROM {self.stored()}.obs_records WHERE row_id IN ({listed})) "
+                f"SELECT * FROM r WHERE {tenant_clause(self.tenant)})")
+
+    def stored(self) -> str:
+        """The index's own schema (its tables, unshadowed by the binding), quoted."""
+        return self.remember(("stored",), lambda: f'"{self.one("SELECT current_database()")[0]}".main')
 
     @property
     def unfiltered(self) -> bool:
@@ -261,6 +284,18 @@ class ReadScope:
                                          [(k, w, n) for k, (w, n) in sorted(weights.items())])
                 self._weights = "scope_weights"
         return self._weights
+
+    def row_weights(self, row_ids: Any) -> Any:
+        """The feedback weight of each of `row_ids` (numpy), 1.0 where there is none: the
+        visible rows' weights read once per index generation and view."""
+        def read() -> Any:
+            from .rowids import ByRow
+
+            found = self.columns(f"SELECT v.row_id, w.weight::DOUBLE AS weight FROM {self.weights()} AS w "
+                                 "JOIN visible AS v ON v.id = w.observation_id")
+            return ByRow(found["row_id"], found["weight"], 1.0)
+
+        return self.remember(("row weights", *self.view_key()), read).of(row_ids)
 
     def _views(self, visible: str, terms: str, doclen: str, records: str) -> None:
         bodies = (("visible_all", visible), ("visible_terms", terms), ("visible_doclen", doclen), ("visible_records", records))

@@ -8,7 +8,7 @@ in `hybrid` every BM25 hit too; relevance is `α·max(cos, 0) + (1−α)·bm25/m
 reciprocal rank fusion (`rrf`, k = 60), rounded to 6 decimals, times the feedback weight; ties
 go by the default order.
 
-Speed: the index maps each filtered row to its vector's segment and slot (`embedded_texts`),
+Speed: the index maps each filtered row to its vector's segment and slot (`obs_vectors`),
 so the rows' vectors are gathered from the mapped segments in one step per segment and
 screened by one float32 matrix-vector product. The cosines that decide (every row within the
 float32 error bound of the k-th, and every candidate) are then computed again in float64 from
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import missing_extra
-from .bm25 import among, bm25
+from .bm25 import bm25
+from .rowids import among, ascending
 from .scope import ReadScope
 
 RRF_K = 60
@@ -62,34 +63,42 @@ class RankedPage:
 def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semantic, order: str,
            weighted: bool, offset: int, limit: int) -> RankedPage:
     """The candidates ranked, the page at `offset`; `weighted`: times each observation's
-    feedback weight (else 1.0). Only the candidates are put in the default order (SQL); every
-    candidate's scores are arrays (hybrid's candidates are every BM25 hit, tens of thousands in a
-    large repository), rounded as Python rounds, and only the page's records are made one by one."""
+    feedback weight (else 1.0). Every candidate's scores are arrays (hybrid's candidates are
+    every BM25 hit, tens of thousands in a large repository), rounded as Python rounds; only
+    the rows that may reach the page (`_reaching`) get an exact cosine and a place in the
+    default order (SQL), and only the page's records are made one by one."""
     try:
         import numpy as np
     except ModuleNotFoundError as exc:
         raise (missing_extra(exc) or exc) from None
-    filtered = np.sort(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
+    filtered = ascending(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
     vectors = _Vectors(scope, how, filtered)
     near = vectors.screen(how.k)  # row ids: a superset of the k nearest
     hits, lexical_scores = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if how.match == "hybrid":
         scored = bm25(scope, filtered, text)
         hits, lexical_scores = scored.row_ids, scored.scores
-    involved = np.union1d(near, hits)  # sorted: a row's place in it is found by searchsorted
-    rank, weights = _order_and_weights(scope, involved, order, weighted)
+    top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
+    lexical_of_hits = round6(lexical_scores / top) if top > 0 else np.zeros(len(hits))
+    weight_of_hits = scope.row_weights(hits) if weighted else np.ones(len(hits))
+    kept = np.ones(len(hits), dtype=bool)
+    if how.fusion != "rrf":  # rrf places every hit by its BM25 rank: all of them then
+        kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits, weight_of_hits, offset + limit)
+    involved = np.union1d(near, hits[kept])  # sorted: a row's place in it is found by searchsorted
+    rank = _order(scope, involved, order)
     cosine = vectors.exact(involved)  # aligned with `involved`
-    near_at, hit_at = np.searchsorted(involved, near), np.searchsorted(involved, hits)
+    near_at, hit_at = np.searchsorted(involved, near), np.searchsorted(involved, hits[kept])
     nearest = near_at[np.lexsort((rank[near_at], -cosine[near_at]))][:how.k]  # ties: the default order
     chosen = np.zeros(len(involved), dtype=bool)
     chosen[nearest], chosen[hit_at] = True, True
     candidates = np.flatnonzero(chosen)
     candidates = candidates[np.argsort(rank[candidates], kind="stable")]  # the default order
     # rounded first, as the records show them: a caller recomputes the score from its record
-    bm25_of = np.zeros(len(involved), dtype=np.float64)
-    bm25_of[hit_at] = lexical_scores
-    top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
-    lexical = round6(bm25_of[candidates] / top) if top > 0 else np.zeros(len(candidates))
+    lexical_of, weights = np.zeros(len(involved)), np.ones(len(involved))
+    lexical_of[hit_at], weights[hit_at] = lexical_of_hits[kept], weight_of_hits[kept]
+    if weighted:
+        weights[nearest] = scope.row_weights(involved[nearest])
+    lexical = lexical_of[candidates]
     closeness = cosine[candidates]
     semantic = round6(np.where(closeness < 0.0, 0.0, closeness))  # max(cos, 0) as Python's max keeps -0.0
     weight = weights[candidates]
@@ -97,13 +106,43 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
         by_bm25 = hit_at[np.lexsort((rank[hit_at], -lexical_scores))]
         fused = _rrf([nearest, by_bm25], len(involved))[candidates]
     else:
-        fused = round6(how.alpha * semantic + (1 - how.alpha) * lexical)
-    scores = np.where(weight == 1.0, fused, round6(fused * weight))  # round(f × 1.0, 6) is f
+        fused = _fused(how.alpha, semantic, lexical)
+    scores = _weighted(fused, weight)
     best = np.argsort(-scores, kind="stable")[offset:offset + limit].tolist()  # ties: the default order
     row_ids = involved[candidates]
     items = [Ranked(int(row_ids[i]), float(scores[i]), float(lexical[i]), float(semantic[i]), float(weight[i]))
              for i in best]
-    return RankedPage(items, len(candidates), {"candidates": len(filtered), "with_vectors": vectors.count})
+    total = len(hits) + int(np.count_nonzero(~among(hits, involved[nearest])))
+    return RankedPage(items, total, {"candidates": len(filtered), "with_vectors": vectors.count})
+
+
+def _fused(alpha: float, semantic: Any, lexical: Any) -> Any:
+    return round6(alpha * semantic + (1 - alpha) * lexical)
+
+
+def _weighted(fused: Any, weight: Any) -> Any:
+    import numpy as np
+
+    return np.where(weight == 1.0, fused, round6(fused * weight))  # round(f × 1.0, 6) is f
+
+
+def _reaching(alpha: float, rough: Any, margin: float, lexical: Any, weight: Any, need: int) -> Any:
+    """Which BM25 hits may reach the first `need` places (a mask). A hit's score is
+    `round6(round6(α·round6(max(cos, 0)) + (1−α)·lexical) × weight)`: within `slack` of the
+    same without the roundings (each moves a value by at most half a millionth), and that is
+    monotone in the cosine (α and the weight ≥ 0), which lies within `margin` of its float32
+    value. So each hit's score lies between its `low` and `high`, and a hit whose `high` is
+    below the `need`-th best `low` has `need` candidates above it."""
+    import numpy as np
+
+    if len(rough) <= need or (weight < 0).any():
+        return np.ones(len(rough), dtype=bool)
+    slack = 2e-6 * (1 + weight)  # the roundings' half millionths (three at most), twice
+    base = (1 - alpha) * lexical
+    low = (alpha * np.maximum(rough - margin, 0.0) + base) * weight - slack
+    high = (alpha * np.maximum(rough + margin, 0.0) + base) * weight + slack
+    bar = np.partition(low, len(low) - need)[len(low) - need]
+    return high >= bar
 
 
 def round6(values: Any) -> Any:
@@ -134,78 +173,105 @@ def _product_error(a: Any, b: float, product: Any) -> Any:
     return ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
 
 
-def _order_and_weights(scope: ReadScope, row_ids: Any, order: str, weighted: bool) -> tuple[Any, Any]:
-    """Each row's rank in the default order, and its feedback weight (1.0 without feedback, or
-    unweighted), aligned with `row_ids`: one join over those rows only."""
+def _order(scope: ReadScope, row_ids: Any, order: str) -> Any:
+    """Each row's rank in the default order among `row_ids` (sorted): one join over those rows only."""
     import numpy as np
 
     if not len(row_ids):
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    weight, join = ("w.weight", f"LEFT JOIN {scope.weights()} AS w ON w.observation_id = v.id") if weighted else ("1.0", "")
+        return np.empty(0, dtype=np.int64)
     # a parameter list converts each value alone: a registered array is one scan; numpy's, as an
     # arrow table would import pyarrow.dataset (half a second of a command-line query)
     scope.con.register("candidate_rows", {"row_id": np.ascontiguousarray(row_ids, dtype=np.int64)})
     try:
-        found = scope.columns(f"SELECT c.row_id, coalesce({weight}, 1.0)::DOUBLE AS weight FROM candidate_rows AS c "
-                              f"JOIN visible AS v USING (row_id) {join} ORDER BY {order}")
+        found = scope.columns(f"SELECT c.row_id FROM candidate_rows AS c JOIN visible AS v USING (row_id) ORDER BY {order}")
     finally:
         scope.con.unregister("candidate_rows")
-    where = np.searchsorted(row_ids, found["row_id"])
     rank = np.empty(len(row_ids), dtype=np.int64)
-    rank[where] = np.arange(len(where))
-    weights = np.ones(len(row_ids), dtype=np.float64)
-    weights[where] = found["weight"]
-    return rank, weights
+    rank[np.searchsorted(row_ids, found["row_id"])] = np.arange(len(row_ids))
+    return rank
 
 
 class _Vectors:
-    """The filtered rows' vectors: each row's segment and slot (the index's `embedded_texts`,
-    read once per index generation), gathered from the mapped segments (a segment gone or
-    changed since the index recorded it: its rows have none)."""
+    """The filtered rows' vectors: each row's segment and slot (the index's `obs_vectors`,
+    read once per index generation), in the mapped segments (a segment gone or changed since
+    the index recorded it: its rows have none). Their rough cosines (float32) are computed for
+    every filtered row at once: a segment most of whose rows are filtered by one product over
+    all of it, the others by their rows; a row's place among the segments' rows laid end to
+    end says where its cosine is, so no loop runs per row or per segment's rows."""
 
     def __init__(self, scope: ReadScope, how: Semantic, row_ids: Any) -> None:
         import numpy as np
 
         self.query = np.frombuffer(memoryview(how.vector), dtype=np.float32)
-        segment_of, slot_of, named = scope.remember(("vector slots",), lambda: _slots(scope))
-        known = (row_ids >= 0) & (row_ids < len(segment_of))  # a draft's row (negative) has no vector
-        segments = np.full(len(row_ids), -1, dtype=np.int64)
-        segments[known] = segment_of[row_ids[known]]
-        grouped = np.argsort(segments, kind="stable")  # by segment; row ids stay sorted within each
-        numbers, starts = np.unique(segments[grouped], return_index=True)
-        self.rows: list[tuple[Any, Any, Any]] = []  # (row ids, slots, segment) per segment
-        for number, start, end in zip(numbers.tolist(), starts.tolist(), [*starts[1:].tolist(), len(grouped)]):
-            segment = how.cache.open(named[number][0], size=named[number][1]) if number in named else None
-            if segment is not None:
-                ids = row_ids[grouped[start:end]]
-                self.rows.append((ids, slot_of[ids], segment))
-        self.count = sum(len(ids) for ids, _slots, _segment in self.rows)
+        self.margin = 4 * len(self.query) * 2.0 ** -24 + 1e-6  # float32's error bound on a cosine, twice
+        self.segment_of, self.slot_of, named = scope.remember(("vector slots",), lambda: _slots(scope))
+        self.row_ids = row_ids
+        numbers = max(named, default=-1) + 1
+        self.segments: list[Any] = [None] * numbers
+        for number, (name, size) in named.items():
+            self.segments[number] = how.cache.open(name, size=size)
+        counts = np.array([0 if s is None else s.count for s in self.segments], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(counts)])  # each segment's first place, end to end
+        self.present = counts > 0
+        self.segment, self.place = self._places(row_ids)
+        self.count = int(np.count_nonzero(self.segment >= 0))
+        self.rough = self._rough(how, counts)  # aligned with `row_ids`
+
+    def _places(self, row_ids: Any) -> tuple[Any, Any]:
+        """Each row's segment (-1: no vector) and place end to end."""
+        import numpy as np
+
+        known = (row_ids >= 0) & (row_ids < len(self.segment_of))  # a draft's row (negative) has no vector
+        segment = np.full(len(row_ids), -1, dtype=np.int64)
+        segment[known] = self.segment_of[row_ids[known]]
+        mapped = segment >= 0
+        mapped[mapped] = self.present[segment[mapped]]
+        segment[~mapped] = -1
+        place = np.zeros(len(row_ids), dtype=np.int64)
+        place[mapped] = self.starts[segment[mapped]] + self.slot_of[row_ids[mapped]]
+        return segment, place
+
+    def _rough(self, how: Semantic, counts: Any) -> Any:
+        import numpy as np
+
+        query_norm = float(np.linalg.norm(self.query.astype(np.float64)))  # 0: every cosine is 0
+        mine = self.segment >= 0
+        wanted = np.bincount(self.segment[mine], minlength=len(self.segments))
+        dots = np.zeros(int(self.starts[-1]), dtype=np.float32)
+        norms = np.zeros(int(self.starts[-1]), dtype=np.float32)
+        whole = wanted * 2 > counts
+        for number in np.flatnonzero(whole & self.present).tolist():
+            segment, start = self.segments[number], int(self.starts[number])
+            dots[start:start + segment.count] = _products(segment.matrix, self.query)
+            norms[start:start + segment.count] = segment.norms
+        some = mine & ~whole[np.maximum(self.segment, 0)]
+        order, runs = _by_segment(self.segment[some], self.place[some])
+        for number, start, end in runs:
+            places = self.place[some][order[start:end]]
+            segment, slots = self.segments[number], places - self.starts[number]
+            dots[places], norms[places] = _products(segment.matrix[slots], self.query), segment.norms[slots]
+        found, scale = dots[self.place[mine]], norms[self.place[mine]] * query_norm
+        rough = np.zeros(len(self.row_ids), dtype=np.float32)
+        rough[mine] = np.divide(found, scale, out=np.zeros_like(found), where=scale > 0)
+        return rough
 
     def screen(self, k: int) -> Any:
-        """Row ids (sorted) that hold the `k` nearest by cosine: a float32 product over every
-        row, keeping each row within its error bound of the k-th; `exact` then decides."""
+        """Row ids (sorted) that hold the `k` nearest by cosine: each row within the float32
+        error bound of the k-th; `exact` then decides."""
         import numpy as np
 
-        if not self.rows:
-            return np.empty(0, dtype=np.int64)
-        query_norm = float(np.linalg.norm(self.query.astype(np.float64)))  # 0: every cosine is 0
-        ids = np.concatenate([i for i, _s, _seg in self.rows])
-        rough = np.concatenate([self._rough(slots, segment, query_norm) for _i, slots, segment in self.rows])
+        mine = self.segment >= 0
+        ids, rough = self.row_ids[mine], self.rough[mine]
         if len(rough) > k:
             kth = np.partition(rough, len(rough) - k)[len(rough) - k]
-            margin = 4 * len(self.query) * 2.0 ** -24 + 1e-6  # float32's error bound on a cosine, twice
-            ids = ids[rough >= kth - margin]
-        return np.sort(ids).astype(np.int64)
+            ids = ids[rough >= kth - self.margin]
+        return ids.astype(np.int64)
 
-    def _rough(self, slots: Any, segment: Any, query_norm: float) -> Any:
+    def rough_of(self, row_ids: Any) -> Any:
+        """The rough cosines of `row_ids` (sorted, among the filtered rows), 0 without a vector."""
         import numpy as np
 
-        if len(slots) * 2 > segment.count:
-            dots = (segment.matrix @ self.query)[slots]
-        else:
-            dots = segment.matrix[slots] @ self.query
-        norms = segment.norms[slots] * query_norm
-        return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+        return self.rough[np.searchsorted(self.row_ids, row_ids)].astype(np.float64)
 
     def exact(self, row_ids: Any) -> Any:
         """Exact (float64) cosines of `row_ids` (sorted), 0 for a row without a vector or with a
@@ -214,17 +280,39 @@ class _Vectors:
         import numpy as np
 
         found = np.zeros(len(row_ids), dtype=np.float64)
-        query = self.query.astype(np.float64)
-        query_norm = float(np.linalg.norm(query))
-        for ids, slots, segment in self.rows:
-            hit = among(row_ids, ids)
-            if not hit.any():
-                continue
-            matrix = segment.matrix[slots[hit]].astype(np.float64)
-            dots = np.einsum("ij,j->i", matrix, query)
-            norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * query_norm
-            found[np.searchsorted(row_ids, ids[hit])] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+        segment, place = self._places(row_ids)
+        mine = np.flatnonzero(segment >= 0)
+        if not len(mine):
+            return found
+        rows = np.empty((len(mine), len(self.query)), dtype=np.float32)
+        order, runs = _by_segment(segment[mine], place[mine])
+        for number, start, end in runs:
+            rows[start:end] = self.segments[number].matrix[place[mine][order[start:end]] - self.starts[number]]
+        matrix, query = rows.astype(np.float64), self.query.astype(np.float64)
+        dots = np.einsum("ij,j->i", matrix, query)
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix)) * float(np.linalg.norm(query))
+        found[mine[order]] = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
         return found
+
+
+def _products(matrix: Any, query: Any) -> Any:
+    """Each float32 row's product with the query, in float32 (the screen's: within its error
+    bound, whatever the order of the sums). numpy's own loop, not BLAS: at 100,000 rows a
+    third of the CPU of a BLAS call, whose threads also keep spinning after it."""
+    import numpy as np
+
+    return np.einsum("ij,j->i", matrix, query)
+
+
+def _by_segment(segments: Any, places: Any) -> tuple[Any, list[tuple[int, int, int]]]:
+    """The order that sorts `places` (and so `segments`, laid end to end in their order), and
+    (segment, start, end) of each segment's run in it."""
+    import numpy as np
+
+    order = np.argsort(places, kind="stable")
+    ordered = segments[order]
+    starts = np.flatnonzero(np.diff(ordered, prepend=-1)).tolist()
+    return order, [(int(ordered[a]), a, b) for a, b in zip(starts, [*starts[1:], len(order)])]
 
 
 def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]]]:
@@ -232,9 +320,8 @@ def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]]]:
     over every tenant's rows (a map, indexed by the caller's filtered rows only)."""
     import numpy as np
 
-    stored = f'"{scope.one("SELECT current_database()")[0]}".main'
-    found = scope.columns(f"SELECT t.row_id, e.segment, e.slot FROM {stored}.obs_texts AS t "
-                          f"JOIN {stored}.embedded_texts AS e USING (text_key)")
+    stored = scope.stored()
+    found = scope.columns(f"SELECT row_id, segment, slot FROM {stored}.obs_vectors")
     size = int(found["row_id"].max()) + 1 if len(found["row_id"]) else 0
     segment_of, slot_of = np.full(size, -1, dtype=np.int32), np.zeros(size, dtype=np.int32)
     segment_of[found["row_id"]], slot_of[found["row_id"]] = found["segment"], found["slot"]
