@@ -80,18 +80,6 @@ def entity_key(entity: str | None) -> int | None:
     return int.from_bytes(hashlib.md5(entity.encode("utf-8", "surrogatepass")).digest()[:8], "little")
 
 
-def entity_clause(entities: list[str] | tuple[str, ...], alias: str = "o") -> tuple[str, list[Any]]:
-    """SQL (and its parameters) true for the rows of these entities: the keys, written as
-    literals so that a scan compares them before it reads anything else of a row, then the
-    names themselves (two entities that share a key never mix)."""
-    if not entities:
-        return "FALSE", []
-    keys = ", ".join(str(entity_key(entity)) for entity in entities)
-    if len(entities) == 1:
-        return f"{alias}.entity_key IN ({keys}) AND {alias}.entity = ?", [entities[0]]
-    return f"{alias}.entity_key IN ({keys}) AND {alias}.entity IN (SELECT unnest(?::VARCHAR[]))", [list(entities)]
-
-
 def column_list(names: list[str], alias: str = "") -> str:
     prefix = f"{alias}." if alias else ""
     return ", ".join(prefix + quoted(name) for name in names)

@@ -17,10 +17,9 @@ from typing import Any
 from ..errors import NotFoundError, UsageError
 from ..format.vocabulary import entity_schema_path
 from ..gitstore import Git
-from ..index.columns import entity_clause
 from ..params import check_page
 from .query import RECORD_SQL, _record
-from .scope import ReadScope
+from .scope import ReadScope, entity_clause
 from .snapshots import snapshot
 
 # relationships are listed by type, source, target, then observation

@@ -13,11 +13,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import UsageError
-from ..index.columns import RECORD, entity_clause, quoted
+from ..index.columns import RECORD, quoted
 from ..index.schema import CLASSIFICATION_RANK
 from ..params import check_page
 from ..times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
-from .scope import TENANT_COLUMNS, ReadScope
+from .scope import TENANT_COLUMNS, ReadScope, entity_clause
 
 
 @dataclass
@@ -87,23 +87,13 @@ def _filters(request: QueryRequest, keyed: str | None = None) -> tuple[str, list
         params.append(_naive_utc(request.before))
     for named in ([request.entity] if request.entity is not None else [], list(request.entities or ())):
         if named:
-            clause, values = _naming(named, keyed)
+            clause, values = entity_clause(named, by_key=keyed is None)  # obs_keys holds no entity key
             clauses.append(clause)
             params.extend(values)
     if request.max_classification is not None:
         clauses.append("o.class_rank <= ?")
         params.append(CLASSIFICATION_RANK[request.max_classification])
     return " AND ".join(clauses), params
-
-
-def _naming(entities: list[str], keyed: str | None) -> tuple[str, list[Any]]:
-    """The rows of these entities: over `visible` (obs_versions' columns) by their keys first;
-    over the keys of scopes or a type (no entity key there) by name."""
-    if keyed is None:
-        return entity_clause(entities)
-    if len(entities) == 1:
-        return "o.entity = ?", entities
-    return "o.entity IN (SELECT unnest(?::VARCHAR[]))", [entities]  # a hash join, not a list search per row
 
 
 def _columns(names: list[str]) -> str:

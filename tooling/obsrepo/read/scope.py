@@ -46,6 +46,23 @@ def literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def entity_clause(entities: list[str] | tuple[str, ...], by_key: bool = True) -> tuple[str, list[Any]]:
+    """SQL over `o` (and its parameters) true for the rows of these entities: with `by_key` (a
+    relation with obs_versions' columns), their keys first, written as literals so that a scan
+    compares them before it reads anything else of a row, then the names (two entities that
+    share a key never mix); without (the keys of scopes or a type hold no entity key), by name."""
+    if not entities:
+        return "FALSE", []
+    first = ""
+    if by_key:
+        from ..index.columns import entity_key
+
+        first = f"o.entity_key IN ({', '.join(str(entity_key(entity)) for entity in entities)}) AND "
+    if len(entities) == 1:
+        return f"{first}o.entity = ?", [entities[0]]
+    return f"{first}o.entity IN (SELECT unnest(?::VARCHAR[]))", [list(entities)]  # a hash join, not a search per row
+
+
 def tenant_clause(binding: Mapping[str, str], alias: str = "") -> str:
     """Fail closed: an observation without a bound key is invisible to a bound caller."""
     prefix = f"{alias}." if alias else ""

@@ -11,10 +11,9 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
-from ..index.columns import entity_clause
 from ..index.reducer_rows import CANDIDATES, PLAIN_ROW, all_policies, load_policies, plain_obs
 from ..times import format_timestamp
-from .scope import ReadScope
+from .scope import ReadScope, entity_clause
 
 
 def all_snapshots(scope: ReadScope) -> dict[str, dict[str, Any]]:
