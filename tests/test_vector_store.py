@@ -245,3 +245,59 @@ def places_kept(repo: Repo) -> None:
     finally:
         con.close()
     assert kept == joined and kept
+
+
+# -- a small update leaves its few texts to a later one ----------------------------------------
+
+
+@needs_model2vec
+def test_a_small_update_leaves_its_texts_pending_and_queries_answer_as_if_they_were_embedded(indexed, tmp_path):
+    """An update bringing at most DEFERRED_TEXTS new texts does not load a local model for them:
+    no segment is written, `status` counts them pending, the index is not taken for behind, and
+    a query ranking by meaning embeds them, answering byte for byte what it answers once the
+    index holds their vectors. The update that brings more embeds every pending text at once."""
+    from obsrepo.embed import DEFERRED_TEXTS
+
+    repo, env = indexed
+    before = segments(repo)
+    repo.add(observation("obs-20260211-090000-0101", event="bill paid", body="acme"),
+             observation("obs-20260211-090100-0102", event="invoice settled", body="the"),
+             observation("obs-20260211-090200-0103", event="bill settled", body="acme"))  # a text indexed already
+    repo.commit("three more")
+    update = run_json(repo, "index", env=env)["semantic"]
+    assert update["pending"] == 2 and segments(repo) == before, "the update embedded its texts"
+    assert run_json(repo, "status", env=env)["semantic"]["pending"] == 2
+    again = run_json(repo, "index", env=env)
+    assert "semantic" not in again and again["commits"] == 0, again  # not behind: nothing published
+    queries = [("query", "--text", "bill settled", "--match", match, "--limit", "10") for match in ("semantic", "hybrid")]
+    queries.append(("query", "--text", "invoice settled", "--match", "hybrid", "--fusion", "rrf", "--source", "agent/test"))
+    waiting = [run_json(repo, *query, env=env) for query in queries]
+    assert waiting[0]["semantic_coverage"] == {"candidates": 6, "with_vectors": 6}
+    assert {r["id"] for r in waiting[0]["observations"][:3]} >= {"obs-20260211-090000-0101", "obs-20260211-090100-0102"}
+    recall = run_json(repo, "recall", "--text", "bill settled", env=env)
+    assert waiting[2]["observations"] and recall["observations"]
+    full = run_json(repo, "index", "--full", env=env)["semantic"]
+    assert full["pending"] == 0 and len(segments(repo)) == len(before) + 1
+    assert [run_json(repo, *query, env=env) for query in queries] == waiting
+    assert run_json(repo, "recall", "--text", "bill settled", env=env) == recall
+    # more than DEFERRED_TEXTS new texts: the update embeds them all, the earlier waiting ones too
+    repo.add(observation("obs-20260212-090000-0201", event="parcel paid", body="acme"))
+    repo.commit("one more")
+    assert run_json(repo, "index", env=env)["semantic"]["pending"] == 1
+    for n in range(DEFERRED_TEXTS):
+        repo.add(observation(f"obs-20260212-1{n // 60:02d}{n % 60:02d}00-{n:04d}", event=f"shipment {n}", body="late"))
+    repo.commit("many")
+    many = run_json(repo, "index", env=env)["semantic"]
+    assert many["pending"] == 0 and many["embedded"] == 6 + DEFERRED_TEXTS
+
+
+@needs_model2vec
+def test_texts_left_by_a_failure_or_a_first_embedder_never_wait(repo, tmp_path):
+    """Only texts new since an update last embedded may wait: an index built without an
+    embedder, indexed again with one, embeds its few texts at once."""
+    model = write_model(tmp_path / "model")
+    repo.add(observation("obs-20260210-090000-0001", event="invoice paid", body="acme"))
+    repo.commit("one")
+    run_json(repo, "index", env={})
+    first = run_json(repo, "index", env={"OBSREPO_EMBEDDER": f"model2vec:{model}"})["semantic"]
+    assert first["pending"] == 0 and first["embedded"] == 1 and len(segments(repo)) == 1

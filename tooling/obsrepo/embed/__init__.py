@@ -26,6 +26,12 @@ KEY_ENV_ENV = "OBSREPO_EMBEDDER_KEY_ENV"
 TIMEOUT_ENV = "OBSREPO_EMBEDDER_TIMEOUT"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PROVIDERS = ("none", "model2vec", "openai", "ollama")
+# Loading a local model (numpy, the tokenizer, the token table: ~0.13 s of a process) costs far
+# more than embedding a few texts. An update of the index that brings at most this many texts
+# without vectors, in a process that has not loaded the model, leaves them pending for the next
+# larger update; a query ranking by meaning, which loads the model for its own text, embeds them
+# meanwhile, so every answer is what it would be with the vectors in the index (docs/recall.md)
+DEFERRED_TEXTS = 64
 
 
 class Embedder(Protocol):
@@ -42,6 +48,12 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[Vector]: ...
+
+
+def deferrable(embedder: Any) -> bool:
+    """Whether texts may wait for a later update: a local model not loaded in this process (a
+    remote provider has nothing to load; a loaded model embeds a few texts in a millisecond)."""
+    return bool(getattr(embedder, "local", False)) and not getattr(embedder, "loaded", True)
 
 
 def configured(spec: str | None, field: str, environ: Mapping[str, str] | None = None) -> Embedder | None:
@@ -66,5 +78,5 @@ def fingerprint_of(identity: dict[str, Any]) -> str:
     return f"{identity['provider']}-{digest[:24]}"
 
 
-__all__ = ["DEFAULT_KEY_ENV", "EMBEDDER_ENV", "Embedder", "KEY_ENV_ENV", "PROVIDERS", "TIMEOUT_ENV", "URL_ENV", "Vector",
-           "configured", "fingerprint_of"]
+__all__ = ["DEFAULT_KEY_ENV", "DEFERRED_TEXTS", "EMBEDDER_ENV", "Embedder", "KEY_ENV_ENV", "PROVIDERS", "TIMEOUT_ENV", "URL_ENV", "Vector",
+           "configured", "deferrable", "fingerprint_of"]

@@ -81,6 +81,11 @@ class Model2Vec:
         does not read the whole model (tens of MB) only to name it."""
         self._memo = folder / HASHES
 
+    @property
+    def loaded(self) -> bool:
+        """Whether this process has read the tokenizer and the token table (`load`)."""
+        return self._table is not None
+
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []

@@ -167,7 +167,7 @@ def _write(build: BuildContext, existing: list[str] | None, early: Future[str] |
         result = apply_plan(git, con, plan_update(git, existing, target), build.progress)
         if build.strict and result.problems:
             raise StrictFailure
-        result.semantic = refresh_vectors(git, con, build.embedder)
+        result.semantic = refresh_vectors(git, con, build.embedder, update=existing is not None)
         refresh_snapshots(git, con, target, result)
         refresh_weights(git, con, target)
         if existing is None:

@@ -11,6 +11,11 @@ it; later builds only look at the folder's names and the recorded segments' size
 costs nothing per vector already there. A recorded segment gone or of another size is forgotten,
 and its texts embedded again. A provider that is down never fails the build: the lexical index
 is published whole, the texts left are pending (`status`), and the next run embeds them.
+An update that brings a few new texts (embed.DEFERRED_TEXTS) in a process that has not loaded
+a local model leaves them pending too (`vectors_through` in `meta`: the rows after it may
+wait): loading the model would cost the update more than everything else it does, and a query
+ranking by meaning embeds them until a larger update does. Texts left by a failure or a lost
+segment never wait.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..embed import DEFERRED_TEXTS, deferrable
 from ..embed.cache import VectorCache, cache_for
 from ..errors import EmbedderFault
 from ..gitstore import Git
@@ -59,8 +65,10 @@ def key_new_rows(con: Any) -> None:
                 "JOIN embedded_texts AS e USING (text_key) WHERE t.row_id > ? ORDER BY t.row_id", [last])
 
 
-def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) -> dict[str, Any] | None:
-    """Key the new rows; with an embedder, catalogue the cache, embed what it lacks and record it.
+def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None,
+                    update: bool = False) -> dict[str, Any] | None:
+    """Key the new rows; with an embedder, catalogue the cache, embed what it lacks and record it
+    (an `update` of an index may leave a few texts pending: embed.DEFERRED_TEXTS).
     The answer: {fingerprint, embedded, pending, error} (distinct texts), None without an embedder."""
     key_new_rows(con)
     embedder = embedder_source() if embedder_source is not None else None
@@ -78,7 +86,7 @@ def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None) 
     pending = None
     if cache is not None:
         catalogue(con, cache)
-        error, pending = _fill(con, cache, embedder)
+        error, pending = _fill(con, cache, embedder, update)
     return {**(semantic_state(con, pending) or {}), "error": error}
 
 
@@ -120,15 +128,24 @@ def _record(con: Any, segment: Any) -> None:
                 "JOIN embedded_texts AS e USING (text_key) WHERE e.segment = ? ORDER BY t.row_id", [number])
 
 
-def _fill(con: Any, cache: VectorCache, embedder: Any) -> tuple[str | None, int]:
+def _fill(con: Any, cache: VectorCache, embedder: Any, update: bool = False) -> tuple[str | None, int]:
     """Embed the texts no recorded segment holds, a batch at a time, writing and recording a
     segment of up to SEGMENT_TEXTS of them (a local model's; a remote provider's batch alone),
-    and what was embedded when the provider fails.
+    and what was embedded when the provider fails; an `update` leaves up to DEFERRED_TEXTS of
+    them to a later one when the model would be loaded for them alone.
     The provider's failure, if any, and how many texts are left. Only the rows whose keys no
     segment holds are joined to their documents (an update: a few), not every row."""
-    texts = con.execute(f"SELECT any_value(sha256({TEXT_SQL})) AS sha, any_value({TEXT_SQL}) "
+    found = con.execute(f"SELECT any_value(sha256({TEXT_SQL})) AS sha, any_value({TEXT_SQL}), min(t.row_id) "
                         "FROM (SELECT t.row_id, t.text_key FROM obs_texts AS t ANTI JOIN embedded_texts USING (text_key)) AS t "
                         "JOIN obs_versions AS o USING (row_id) GROUP BY t.text_key ORDER BY sha").fetchall()
+    if update and len(found) <= DEFERRED_TEXTS and deferrable(embedder):
+        after = waiting_after(con)
+        if all(first > after for _sha, _text, first in found):
+            return None, len(found)
+    # every row up to here had its turn: what is left of them (a failure, a segment lost later)
+    # is embedded by the next update whatever its size
+    con.execute("INSERT OR REPLACE INTO meta SELECT 'vectors_through', coalesce(max(row_id), -1)::VARCHAR FROM obs_texts")
+    texts = [(sha, text) for sha, text, _first in found]
     keys: list[str] = []
     vectors: list[Any] = []
     left, error = len(texts), None
@@ -147,6 +164,13 @@ def _fill(con: Any, cache: VectorCache, embedder: Any) -> tuple[str | None, int]
     if keys:
         left -= _write(con, cache, keys, vectors)
     return error, left
+
+
+def waiting_after(con: Any) -> float:
+    """The rows whose texts may wait for a later update (embed.DEFERRED_TEXTS) are those after
+    this one: the rows added since an update last embedded (infinity before any did)."""
+    through = _meta(con, "vectors_through")
+    return float("inf") if through is None else int(through)
 
 
 def _write(con: Any, cache: VectorCache, keys: list[str], vectors: list[Any]) -> int:
@@ -174,7 +198,7 @@ def semantic_state(con: Any, pending: int | None = None) -> dict[str, Any] | Non
 def behind(git: Git, path: str, embedder_source: EmbedderSource | None) -> bool:
     """Whether an index already at its commit still has texts to embed or record for the
     configured embedder (a provider that was down, another model, a recorded segment gone or
-    changed); False without one."""
+    changed; not the few an update leaves to a later one); False without one."""
     from .reader import open_reader
 
     embedder = embedder_source() if embedder_source is not None else None
@@ -189,13 +213,20 @@ def behind(git: Git, path: str, embedder_source: EmbedderSource | None) -> bool:
     try:
         state = semantic_state(con)
         recorded = con.execute("SELECT name, size FROM vector_segments").fetchall()
+        waiting = (state is not None and 0 < state["pending"] <= DEFERRED_TEXTS and deferrable(embedder)
+                   and _first_pending(con) > waiting_after(con))  # what an update leaves to a later one
     finally:
         con.close()
     if state is None or state["fingerprint"] != (fingerprint or None):
         return True
     if cache is None:
         return False
-    return state["pending"] > 0 or any(_size(cache.folder / name) != size for name, size in recorded)
+    return (state["pending"] > 0 and not waiting) or any(_size(cache.folder / name) != size for name, size in recorded)
+
+
+def _first_pending(con: Any) -> int:
+    """The first row whose text has no vector."""
+    return con.execute("SELECT min(t.row_id) FROM obs_texts AS t ANTI JOIN embedded_texts USING (text_key)").fetchone()[0]
 
 
 def _size(path: Path) -> int | None:

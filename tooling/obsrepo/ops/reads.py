@@ -106,7 +106,9 @@ def meaning(session: Session, request: Query) -> Any:
         vector = _given_vector(request.embedding or (), cache.dimension, cache.fingerprint)
     else:
         (vector,) = embedder.embed([request.text])
-    return Semantic(match, request.alpha, request.fusion, request.semantic_k, vector, cache)
+    # a local model embeds the few texts an update left pending (embed.DEFERRED_TEXTS)
+    local = embedder if getattr(embedder, "local", False) else None
+    return Semantic(match, request.alpha, request.fusion, request.semantic_k, vector, cache, local)
 
 
 def _given_vector(values: tuple[float, ...], dimension: int, fingerprint: str) -> Any:

@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..embed import DEFERRED_TEXTS
 from ..errors import missing_extra
+from ..index.vectors import TEXT_SQL
 from .bm25 import bm25
 from .rowids import among, ascending
 from .scope import ReadScope
@@ -31,7 +33,8 @@ RRF_K = 60
 @dataclass(frozen=True)
 class Semantic:
     """How to rank: `match` semantic|hybrid, `alpha`, `fusion` cc|rrf, `k` nearest, the query's
-    vector, and the repository's vector cache of the embedder (embed.cache.VectorCache)."""
+    vector, the repository's vector cache of the embedder (embed.cache.VectorCache), and the
+    embedder itself when it may embed the few texts an update left pending (a local model)."""
 
     match: str
     alpha: float
@@ -39,6 +42,7 @@ class Semantic:
     k: int
     vector: Any
     cache: Any
+    embedder: Any = None
 
 
 @dataclass(frozen=True)
@@ -204,18 +208,32 @@ class _Vectors:
 
         self.query = np.frombuffer(memoryview(how.vector), dtype=np.float32)
         self.margin = 4 * len(self.query) * 2.0 ** -24 + 1e-6  # float32's error bound on a cosine, twice
-        self.segment_of, self.slot_of, named = scope.remember(("vector slots",), lambda: _slots(scope))
+        self.segment_of, self.slot_of, named, waiting_after = scope.remember(("vector slots",), lambda: _slots(scope))
         self.row_ids = row_ids
         numbers = max(named, default=-1) + 1
         self.segments: list[Any] = [None] * numbers
         for number, (name, size) in named.items():
             self.segments[number] = how.cache.open(name, size=size)
-        counts = np.array([0 if s is None else s.count for s in self.segments], dtype=np.int64)
-        self.starts = np.concatenate([[0], np.cumsum(counts)])  # each segment's first place, end to end
-        self.present = counts > 0
+        self.filled = np.empty(0, dtype=np.int64)  # rows given their vectors here (sorted)
+        counts = self._lay_out()
+        if how.embedder is not None:  # the rows whose texts an update left pending, when they are few
+            pending = (self._places(row_ids)[0] < 0) & (row_ids > waiting_after)
+            if 0 < np.count_nonzero(pending) <= PENDING_ROWS:  # else an update failed: they show as missing
+                self.filled, extra = _pending_vectors(scope, how, row_ids[pending])
+                self.segments.append(extra)
+                counts = self._lay_out()
         self.segment, self.place = self._places(row_ids)
         self.count = int(np.count_nonzero(self.segment >= 0))
         self.rough = self._rough(how, counts)  # aligned with `row_ids`
+
+    def _lay_out(self) -> Any:
+        """Each segment's row count; the segments laid end to end (`starts`, `present`)."""
+        import numpy as np
+
+        counts = np.array([0 if s is None else s.count for s in self.segments], dtype=np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(counts)])  # each segment's first place, end to end
+        self.present = counts > 0
+        return counts
 
     def _places(self, row_ids: Any) -> tuple[Any, Any]:
         """Each row's segment (-1: no vector) and place end to end."""
@@ -229,6 +247,11 @@ class _Vectors:
         segment[~mapped] = -1
         place = np.zeros(len(row_ids), dtype=np.int64)
         place[mapped] = self.starts[segment[mapped]] + self.slot_of[row_ids[mapped]]
+        if len(self.filled):  # the last segment: the vectors embedded here, a row each
+            at = np.minimum(np.searchsorted(self.filled, row_ids), len(self.filled) - 1)
+            extra = ~mapped & (self.filled[at] == row_ids)
+            segment[extra] = len(self.segments) - 1
+            place[extra] = self.starts[-2] + at[extra]
         return segment, place
 
     def _rough(self, how: Semantic, counts: Any) -> Any:
@@ -295,6 +318,49 @@ class _Vectors:
         return found
 
 
+PENDING_ROWS = 4 * DEFERRED_TEXTS  # filtered rows without a vector a query embeds, at most
+
+
+@dataclass(frozen=True)
+class _Embedded:
+    """Vectors embedded by a query (the texts an update left pending), laid out as a segment's."""
+
+    matrix: Any
+    norms: Any
+
+    @property
+    def count(self) -> int:
+        return len(self.norms)
+
+
+def _pending_vectors(scope: ReadScope, how: Semantic, row_ids: Any) -> tuple[Any, _Embedded]:
+    """The vectors of `row_ids` (sorted rows without one in the index: their texts wait for a
+    later update), embedded now: (the rows, their vectors as a segment). Kept for the index's
+    generation, by row, so a kept-open reader embeds each text once. Norms as the cache's
+    segments have them, so every cosine is what it is once the index holds the vector."""
+    import numpy as np
+
+    known = scope.remember(("pending vectors", how.cache.fingerprint), dict)
+    wanted = [row for row in row_ids.tolist() if row not in known]
+    if wanted:
+        scope.con.register("pending_rows", {"row_id": np.asarray(wanted, dtype=np.int64)})
+        try:
+            texts = scope.rows(f"SELECT o.row_id, {TEXT_SQL} FROM pending_rows AS p "
+                               f"JOIN {scope.stored()}.obs_versions AS o USING (row_id)")
+        finally:
+            scope.con.unregister("pending_rows")
+        distinct = sorted({text for _row, text in texts})
+        vectors = dict(zip(distinct, how.embedder.embed(distinct), strict=True))
+        for row, text in texts:
+            known[row] = np.frombuffer(memoryview(vectors[text]), dtype=np.float32)
+    rows = np.asarray([row for row in row_ids.tolist() if row in known], dtype=np.int64)
+    matrix = np.zeros((len(rows), len(how.vector)), dtype="<f4")
+    for i, row in enumerate(rows.tolist()):
+        matrix[i] = known[row]
+    norms = np.linalg.norm(matrix.astype(np.float64), axis=1).astype("<f4")  # embed.cache.VectorCache.add's
+    return rows, _Embedded(matrix, norms)
+
+
 def _products(matrix: Any, query: Any) -> Any:
     """Each float32 row's product with the query, in float32 (the screen's: within its error
     bound, whatever the order of the sums). numpy's own loop, not BLAS: at 100,000 rows a
@@ -315,9 +381,10 @@ def _by_segment(segments: Any, places: Any) -> tuple[Any, list[tuple[int, int, i
     return order, [(int(ordered[a]), a, b) for a, b in zip(starts, [*starts[1:], len(order)])]
 
 
-def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]]]:
-    """Every indexed row's segment (-1: none) and slot, by row id, and the recorded segments:
-    over every tenant's rows (a map, indexed by the caller's filtered rows only)."""
+def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]], float]:
+    """Every indexed row's segment (-1: none) and slot, by row id, the recorded segments, and
+    the row after which texts may wait for an update (index.vectors.waiting_after): over every
+    tenant's rows (a map, indexed by the caller's filtered rows only)."""
     import numpy as np
 
     stored = scope.stored()
@@ -326,7 +393,8 @@ def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]]]:
     segment_of, slot_of = np.full(size, -1, dtype=np.int32), np.zeros(size, dtype=np.int32)
     segment_of[found["row_id"]], slot_of[found["row_id"]] = found["segment"], found["slot"]
     named = {n: (name, s) for n, name, s in scope.rows(f"SELECT segment, name, size FROM {stored}.vector_segments")}
-    return segment_of, slot_of, named
+    through = scope.one(f"SELECT value FROM {stored}.meta WHERE key = 'vectors_through'")
+    return segment_of, slot_of, named, float("inf") if through is None else int(through[0])
 
 
 def _rrf(rankings: list[Any], size: int) -> Any:
