@@ -46,8 +46,7 @@ def key_sql(sha: str) -> str:
 
 def embeddings_root(git: Git) -> Path:
     """`<git common dir>/obsrepo/embeddings`: shared by every work tree and index of the repository."""
-    common = git.run("rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip()
-    return Path(common) / "obsrepo" / "embeddings"
+    return Path(git.dirs()[1]) / "obsrepo" / "embeddings"  # the common dir, asked of git once per Git
 
 
 def open_cache(git: Git, embedder: Any) -> VectorCache:
