@@ -214,3 +214,30 @@ def test_at_a_pull_requests_head_untouched_entities_read_as_their_snapshots(repo
         assert fields_of(page, entity) == {name: (value, snap["provenance"][name]) for name, value in snap["snapshot"].items()}
     assert fields_of(page, "invoice/inv-1")["due"] == ("2026-03-01", "obs-20260215-090000-0007")
     assert fields_of(page, "company/acme")["status"] == ("globex-view", "obs-20260214-090000-0006")
+
+
+def test_a_kept_open_reader_answers_every_block_as_a_fresh_command_does(repos):
+    """A kept-open reader (the library's, the MCP server's) keeps what one block learned for the
+    next (which entities are most recently observed, per view and scopes): blocks asked in any
+    order, bound or not, scoped or not, at another commit or under a ceiling, equal the command
+    line's."""
+    from obsrepo.ops import Recall, Session, run
+    from obsrepo.ops.values import Binding
+
+    repo = repos["crowded"]
+    first = repo.git("rev-list", "--max-parents=0", "HEAD").strip()
+    asked = [(("--scope", "crm"), Recall(scopes=("crm",))), ((), Recall()), (("--text", "invoice paid"), Recall(text="invoice paid")),
+             (("--scope", "billing", "--text", "acme"), Recall(scopes=("billing",), text="acme")),
+             (("--max-classification", "internal"), Recall(max_classification="internal")),
+             (("--at", first), Recall(at=first)), ((), Recall()), (("--scope", "crm"), Recall(scopes=("crm",)))]
+    for tenant in (None, "org=northwind"):
+        binding = Binding.of(dict([tenant.split("=")]) if tenant else {})
+        session = Session(str(repo.path), binding=binding)
+        session.keep_open()
+        try:
+            for order in (asked, list(reversed(asked))):
+                for args, request in order:
+                    expected = as_json(repo, *args, *(("--tenant", tenant) if tenant else ()))
+                    assert run(session, request).to_json() == expected, (tenant, args)
+        finally:
+            session.close()

@@ -125,28 +125,34 @@ def _families(entities: Iterable[str], merges: dict[str, str]) -> tuple[str, ...
 def _entity_order(scope: ReadScope, request: RecallRequest, named: list[str], relevant: list[dict[str, Any]],
                   merges: dict[str, str]) -> tuple[list[str], int]:
     """The entities of the block in order (at most MAX_ENTITIES) and how many are in scope: those
-    the relevant observations are about, then the most recently observed (ties by id). One
-    aggregate over the scope's rows, merged entities counted with their survivor; only the
-    first MAX_ENTITIES by recency (and the relevant ones) come back."""
+    the relevant observations are about, then the most recently observed (ties by id)."""
     if named:
         return named[:MAX_ENTITIES], len(named)
-    where, params = where_matching(scope, QueryRequest(scopes=request.query.scopes))
+    # the relevant observations passed the same scopes: their entities are among those counted
+    first = list(dict.fromkeys(survivor(o["entity"], merges) for o in relevant if o["entity"] and request.query.text))
+    key = ("recall entities", *scope.view_key(), request.query.scopes, tuple(sorted(merges.items())))
+    recent, total = scope.remember(key, lambda: _recent_entities(scope, request.query.scopes, merges))
+    return list(dict.fromkeys(first + recent))[:MAX_ENTITIES], total
+
+
+def _recent_entities(scope: ReadScope, scopes: tuple[str, ...], merges: dict[str, str]) -> tuple[list[str], int]:
+    """The MAX_ENTITIES entities of the scopes' rows most recently observed (ties by id), merged
+    entities counted with their survivor, and how many there are: one aggregate over the rows,
+    kept for the index generation and view (a kept-open reader asks it for every block)."""
+    where, params = where_matching(scope, QueryRequest(scopes=scopes))
     target, joined = "o.entity", list[Any]()
     if merges:
         target = "coalesce(m.survivor, o.entity)"
         joined = [sorted(merges), [survivor(e, merges) for e in sorted(merges)]]
-    first = list(dict.fromkeys(survivor(o["entity"], merges) for o in relevant if o["entity"] and request.query.text))
     rows = scope.rows(
         f"SELECT target, count(*) OVER () FROM (SELECT {target} AS target, max(o.timestamp) AS latest FROM visible AS o"
         + (" LEFT JOIN (SELECT unnest(?::VARCHAR[]) AS entity, unnest(?::VARCHAR[]) AS survivor) AS m"
            " ON m.entity = o.entity" if merges else "")
         + f" WHERE o.entity IS NOT NULL AND {where} GROUP BY ALL) "
-        "QUALIFY row_number() OVER (ORDER BY latest DESC, target) <= ? OR target IN (SELECT unnest(?::VARCHAR[])) "
+        "QUALIFY row_number() OVER (ORDER BY latest DESC, target) <= ? "
         "ORDER BY latest DESC, target",  # newest first, then by id
-        joined + params + [MAX_ENTITIES, first])
-    by_recency = [entity for entity, _ in rows]
-    ordered = list(dict.fromkeys([e for e in first if e in by_recency] + by_recency))
-    return ordered[:MAX_ENTITIES], (rows[0][1] if rows else 0)
+        joined + params + [MAX_ENTITIES])
+    return [entity for entity, _ in rows], (rows[0][1] if rows else 0)
 
 
 def _snapshots(scope: ReadScope, entities: list[str], special: list[Obs], merges: dict[str, str]) -> list[dict[str, Any]]:
