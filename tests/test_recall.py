@@ -291,6 +291,33 @@ def test_a_page_of_a_ranking_is_that_part_of_the_whole_ranking(many_hits, bindin
         session.close()
 
 
+@needs_model2vec
+@pytest.mark.parametrize("binding", [{}, {"org": "northwind"}])
+def test_a_few_rows_placed_by_row_id_rank_as_a_scan_of_every_row_does(many_hits, binding, monkeypatch):
+    """A page's few rows are placed in the default order by their stored timestamps and ids, read
+    by row id; with that read turned off (every row scanned) every page is the same, ties included."""
+    from obsrepo.ops import Session, run
+    from obsrepo.ops.reads import Query
+    from obsrepo.ops.values import Binding
+    from obsrepo.read import scope
+
+    repo, embedder = many_hits
+
+    def pages() -> list[dict[str, Any]]:
+        session = Session(str(repo.path), embedder=embedder, binding=Binding.of(binding))
+        try:
+            return [run(session, Query(text="invoice paid", limit=limit, offset=offset, **options)).data
+                    for options in ({"match": "lexical"}, {"match": "lexical", "unweighted": True}, {"match": "hybrid"},
+                                    {"match": "semantic", "semantic_k": 7}, {"match": "hybrid", "fusion": "rrf"})
+                    for offset, limit in ((0, 3), (5, 10), (20, 40))]
+        finally:
+            session.close()
+
+    by_row_id = pages()
+    monkeypatch.setattr(scope, "RECORDS_BY_KEY", 0)
+    assert pages() == by_row_id
+
+
 def test_row_id_sets_answer_as_sorted_searches_do():
     """`rowids` (masks and arrays over the dense row ids) answers what a sort and a binary
     search answer, for dense and sparse ids, drafts' negative ids and ids listed twice."""

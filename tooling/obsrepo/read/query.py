@@ -217,7 +217,7 @@ def fetch_records(scope: ReadScope, row_ids: list[int], brief: bool = False) -> 
             continue
         # the ids written into the statement: a list handed over as a parameter costs ~2 ms to convert
         rows = scope.rows(f"SELECT o.row_id, {BRIEF_SQL if brief else RECORD_SQL + ', NULL, NULL'} "
-                          f"FROM {scope.records_of(ids)} AS o")
+                          f"FROM {scope.records_of(ids, BRIEF if brief else None)} AS o")
         for row in rows:
             found[row[0]] = _brief(row[1:]) if brief else _record(row[1:], False)
             if ids is drafts:
@@ -263,7 +263,8 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     scope.con.register("text_page_rows", {"row_id": scored.row_ids[reaching], "ranking": ranking[reaching],
                                           "score": scored.scores[reaching]})
     try:
-        rows = scope.rows(f"SELECT c.row_id, c.score FROM text_page_rows AS c JOIN visible AS v USING (row_id) "
+        placed = scope.placed(scored.row_ids[reaching])  # only their places in the default order are read
+        rows = scope.rows(f"SELECT c.row_id, c.score FROM text_page_rows AS c JOIN {placed} AS v USING (row_id) "
                           f"ORDER BY c.ranking DESC, {order} LIMIT ? OFFSET ?", [request.limit, request.offset])
     finally:
         scope.con.unregister("text_page_rows")

@@ -212,18 +212,34 @@ class ReadScope:
         return (f"(SELECT {distinct}{', '.join(f'o.{name}' for name in KEYED)} FROM obs_keys AS o "
                 f"WHERE o.key IN ({hashes}) AND o.kind = {literal(kind)} AND o.value IN ({names}) AND {self._keyed})")
 
-    def records_of(self, ids: list[int]) -> str:
-        """A relation of the rows of `visible_records` whose row ids are `ids`. Where those are
-        the stored table's rows within the binding, they are read by its index on row id first
-        (a point read each: a page's rows are far apart, and a scan decompresses every printed
-        column of every row between them), and the binding applied to what was read; a
-        materialized step, so the tenant clause does not turn the read back into a scan."""
+    def records_by_key(self, ids: Any) -> bool:
+        """Whether `records_of(ids)` reads those rows by row id (a point read each), not by a scan."""
+        return self._stored_records and 0 < len(ids) <= RECORDS_BY_KEY
+
+    def placed(self, row_ids: Any) -> str:
+        """A relation with the timestamp and id of each of `row_ids` (sorted rows of `visible`:
+        what the default order needs of them): a few stored rows read by row id, else `visible`."""
+        if self.records_by_key(row_ids) and row_ids[0] >= 0:  # a draft's row (negative) is in `visible` only
+            return self.records_of([int(r) for r in row_ids], ["timestamp", "id"])
+        return "visible"
+
+    def records_of(self, ids: list[int], names: list[str] | None = None) -> str:
+        """A relation of the rows of `visible_records` whose row ids are `ids` (with `names`: at
+        least those columns and `row_id`). Where those are the stored table's rows within the
+        binding, they are read by its index on row id first (a point read each: a page's rows
+        are far apart, and a scan decompresses every printed column of every row between them),
+        only the columns asked for, and the binding applied to what was read; a materialized
+        step, so the tenant clause does not turn the read back into a scan."""
         listed = ",".join(str(int(r)) for r in ids)
         if not self._stored_records or len(ids) > RECORDS_BY_KEY:
             # a list of ids is cheaper to test as a list than as an IN (a join), within their range
             return (f"(SELECT * FROM visible_records WHERE row_id BETWEEN {min(ids)} AND {max(ids)} "
                     f"AND list_contains([{listed}]::BIGINT[], row_id))")
-        return (f"(WITH r AS MATERIALIZED (SELECT * FROM {self.stored()}.obs_records WHERE row_id IN ({listed})) "
+        from ..index.columns import quoted
+
+        read = "*" if names is None else ", ".join(
+            ["row_id", *(quoted(name) for name in names), *(TENANT_COLUMNS[key] for key in sorted(self.tenant))])
+        return (f"(WITH r AS MATERIALIZED (SELECT {read} FROM {self.stored()}.obs_records WHERE row_id IN ({listed})) "
                 f"SELECT * FROM r WHERE {tenant_clause(self.tenant)})")
 
     def stored(self) -> str:

@@ -187,7 +187,8 @@ def _order(scope: ReadScope, row_ids: Any, order: str) -> Any:
     # arrow table would import pyarrow.dataset (half a second of a command-line query)
     scope.con.register("candidate_rows", {"row_id": np.ascontiguousarray(row_ids, dtype=np.int64)})
     try:
-        found = scope.columns(f"SELECT c.row_id FROM candidate_rows AS c JOIN visible AS v USING (row_id) ORDER BY {order}")
+        found = scope.columns(f"SELECT c.row_id FROM candidate_rows AS c JOIN {scope.placed(row_ids)} AS v USING (row_id) "
+                              f"ORDER BY {order}")
     finally:
         scope.con.unregister("candidate_rows")
     rank = np.empty(len(row_ids), dtype=np.int64)
