@@ -135,6 +135,13 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def fresh_serial(repo: str) -> int:
+    """A serial for `add_files` that no earlier run used, nor the next one: twice the number of
+    commits (each serial from here on is a commit of its own), far above generate.py's."""
+    commits = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=repo, capture_output=True, text=True, check=True)
+    return 1_000_000 + 2 * int(commits.stdout)
+
+
 def add_files(repo: str, n: int, serial: int) -> None:
     """A commit of `n` new observations, written as files (what `obsrepo new` writes; `new`
     itself judges each against the whole work tree, seconds a file at 100,000)."""
@@ -162,8 +169,7 @@ def updates(repo: str, steps: int, plain: dict[str, str], with_model: dict[str, 
     from obsrepo.embed import DEFERRED_TEXTS
 
     step_plain, step_model = [], []
-    base = 10_000 + 2 * int(subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=repo, capture_output=True,
-                                          text=True, check=True).stdout)  # serials no earlier run used
+    base = fresh_serial(repo)
     for serial in range(base, base + 2 * steps, 2):
         add_files(repo, 10, serial)
         step_plain.append(measured([sys.executable, "-m", "obsrepo", "index", "--quiet"], repo, plain))
@@ -193,8 +199,7 @@ def paired(repo: str, reps: int, plain: dict[str, str], with_model: dict[str, st
         for item in index.iterdir():
             if item.is_file():
                 (os.link if item.name == "index.duckdb" else shutil.copy2)(item, kept / item.name)
-        add_files(repo, 10, 20_000 + 2 * int(subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=repo,
-                                                              capture_output=True, text=True, check=True).stdout))
+        add_files(repo, 10, fresh_serial(repo))
         runs: dict[str, list[Figure]] = {"plain": [], "model": []}
         for rep in range(reps):
             for name in (("plain", "model") if rep % 2 else ("model", "plain")):

@@ -292,7 +292,7 @@ def test_a_small_update_leaves_its_texts_pending_and_queries_answer_as_if_they_w
 
 
 @needs_model2vec
-def test_texts_left_by_a_failure_or_a_first_embedder_never_wait(repo, tmp_path):
+def test_the_texts_of_an_index_a_first_embedder_meets_never_wait(repo, tmp_path):
     """Only texts new since an update last embedded may wait: an index built without an
     embedder, indexed again with one, embeds its few texts at once."""
     model = write_model(tmp_path / "model")

@@ -137,10 +137,8 @@ def _fill(con: Any, cache: VectorCache, embedder: Any, update: bool = False) -> 
     found = con.execute(f"SELECT any_value(sha256({TEXT_SQL})) AS sha, any_value({TEXT_SQL}), min(t.row_id) "
                         "FROM (SELECT t.row_id, t.text_key FROM obs_texts AS t ANTI JOIN embedded_texts USING (text_key)) AS t "
                         "JOIN obs_versions AS o USING (row_id) GROUP BY t.text_key ORDER BY sha").fetchall()
-    if update and len(found) <= DEFERRED_TEXTS and deferrable(embedder):
-        after = waiting_after(con)
-        if all(first > after for _sha, _text, first in found):
-            return None, len(found)
+    if update and may_wait(con, embedder, len(found), lambda: min(first for _sha, _text, first in found)):
+        return None, len(found)
     # every row up to here had its turn: what is left of them (a failure, a segment lost later)
     # is embedded by the next update whatever its size
     con.execute("INSERT OR REPLACE INTO meta SELECT 'vectors_through', coalesce(max(row_id), -1)::VARCHAR FROM obs_texts")
@@ -165,11 +163,18 @@ def _fill(con: Any, cache: VectorCache, embedder: Any, update: bool = False) -> 
     return error, left
 
 
-def waiting_after(con: Any) -> float:
-    """The rows whose texts may wait for a later update (embed.DEFERRED_TEXTS) are those after
-    this one: the rows added since an update last embedded (infinity before any did)."""
-    through = _meta(con, "vectors_through")
-    return float("inf") if through is None else int(through)
+def may_wait(con: Any, embedder: Any, count: int, first: Callable[[], int]) -> bool:
+    """Whether `count` texts without vectors, whose first row is `first()`, may wait for a later
+    update: a few (embed.DEFERRED_TEXTS), all of rows added since an update last embedded, and
+    a local model this process has not loaded."""
+    return 0 < count <= DEFERRED_TEXTS and deferrable(embedder) and first() > waiting_after(con)
+
+
+def waiting_after(con: Any, meta: str = "meta") -> float:
+    """The rows whose texts may wait for a later update are those after this one: the rows added
+    since an update last embedded (infinity before any did). `meta`: the table to read it from."""
+    found = con.execute(f"SELECT value FROM {meta} WHERE key = 'vectors_through'").fetchone()
+    return float("inf") if found is None else int(found[0])
 
 
 def _write(con: Any, cache: VectorCache, keys: list[str], vectors: list[Any]) -> int:
@@ -212,8 +217,7 @@ def behind(git: Git, path: str, embedder_source: EmbedderSource | None) -> bool:
     try:
         state = semantic_state(con)
         recorded = con.execute("SELECT name, size FROM vector_segments").fetchall()
-        waiting = (state is not None and 0 < state["pending"] <= DEFERRED_TEXTS and deferrable(embedder)
-                   and _first_pending(con) > waiting_after(con))  # what an update leaves to a later one
+        waiting = state is not None and may_wait(con, embedder, state["pending"], lambda: _first_pending(con))
     finally:
         con.close()
     if state is None or state["fingerprint"] != (fingerprint or None):

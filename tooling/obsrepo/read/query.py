@@ -260,15 +260,11 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     if request.offset >= total:
         return [], total
     reaching = np.arange(total) if total <= end else np.flatnonzero(ranking >= np.partition(ranking, total - end)[total - end])
-    scope.con.register("text_page_rows", {"row_id": scored.row_ids[reaching], "ranking": ranking[reaching],
-                                          "score": scored.scores[reaching]})
-    try:
-        placed = scope.placed(scored.row_ids[reaching])  # only their places in the default order are read
-        rows = scope.rows(f"SELECT c.row_id, c.score FROM text_page_rows AS c JOIN {placed} AS v USING (row_id) "
-                          f"ORDER BY c.ranking DESC, {order} LIMIT ? OFFSET ?", [request.limit, request.offset])
-    finally:
-        scope.con.unregister("text_page_rows")
-    return rows, total
+    placed = scope.placed(scored.row_ids[reaching])  # only their places in the default order are read
+    with scope.registered("text_page_rows", {"row_id": scored.row_ids[reaching], "ranking": ranking[reaching],
+                                             "score": scored.scores[reaching]}):
+        return scope.rows(f"SELECT c.row_id, c.score FROM text_page_rows AS c JOIN {placed} AS v USING (row_id) "
+                          f"ORDER BY c.ranking DESC, {order} LIMIT ? OFFSET ?", [request.limit, request.offset]), total
 
 
 def _iso(text: str) -> str:

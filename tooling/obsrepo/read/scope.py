@@ -26,7 +26,8 @@ so the relations take no parameters and compose into any statement.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..gitstore import Git
@@ -132,6 +133,17 @@ class ReadScope:
     def one(self, sql: str, params: list[Any] | tuple = ()) -> Any:
         """The first row (None when there is none)."""
         return self.con.execute(sql, list(params)).fetchone()
+
+    @contextmanager
+    def registered(self, name: str, columns: dict[str, Any]) -> Iterator[None]:
+        """numpy arrays as the relation `name` for the statements inside: one scan for DuckDB
+        (a parameter list converts each value alone; an arrow table would import
+        pyarrow.dataset, half a second of a command-line query)."""
+        self.con.register(name, columns)
+        try:
+            yield
+        finally:
+            self.con.unregister(name)
 
     def blob(self, sha: str) -> bytes:
         """A document's content from git. Reads that share the scope (a preview's observation

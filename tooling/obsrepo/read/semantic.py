@@ -22,7 +22,7 @@ from typing import Any
 
 from ..embed import DEFERRED_TEXTS
 from ..errors import missing_extra
-from ..index.vectors import TEXT_SQL
+from ..index.vectors import TEXT_SQL, waiting_after
 from .bm25 import bm25
 from .rowids import among, ascending
 from .scope import ReadScope
@@ -183,14 +183,9 @@ def _order(scope: ReadScope, row_ids: Any, order: str) -> Any:
 
     if not len(row_ids):
         return np.empty(0, dtype=np.int64)
-    # a parameter list converts each value alone: a registered array is one scan; numpy's, as an
-    # arrow table would import pyarrow.dataset (half a second of a command-line query)
-    scope.con.register("candidate_rows", {"row_id": np.ascontiguousarray(row_ids, dtype=np.int64)})
-    try:
+    with scope.registered("candidate_rows", {"row_id": np.ascontiguousarray(row_ids, dtype=np.int64)}):
         found = scope.columns(f"SELECT c.row_id FROM candidate_rows AS c JOIN {scope.placed(row_ids)} AS v USING (row_id) "
                               f"ORDER BY {order}")
-    finally:
-        scope.con.unregister("candidate_rows")
     rank = np.empty(len(row_ids), dtype=np.int64)
     rank[np.searchsorted(row_ids, found["row_id"])] = np.arange(len(row_ids))
     return rank
@@ -344,20 +339,15 @@ def _pending_vectors(scope: ReadScope, how: Semantic, row_ids: Any) -> tuple[Any
     known = scope.remember(("pending vectors", how.cache.fingerprint), dict)
     wanted = [row for row in row_ids.tolist() if row not in known]
     if wanted:
-        scope.con.register("pending_rows", {"row_id": np.asarray(wanted, dtype=np.int64)})
-        try:
+        with scope.registered("pending_rows", {"row_id": np.asarray(wanted, dtype=np.int64)}):
             texts = scope.rows(f"SELECT o.row_id, {TEXT_SQL} FROM pending_rows AS p "
                                f"JOIN {scope.stored()}.obs_versions AS o USING (row_id)")
-        finally:
-            scope.con.unregister("pending_rows")
         distinct = sorted({text for _row, text in texts})
         vectors = dict(zip(distinct, how.embedder.embed(distinct), strict=True))
         for row, text in texts:
             known[row] = np.frombuffer(memoryview(vectors[text]), dtype=np.float32)
     rows = np.asarray([row for row in row_ids.tolist() if row in known], dtype=np.int64)
-    matrix = np.zeros((len(rows), len(how.vector)), dtype="<f4")
-    for i, row in enumerate(rows.tolist()):
-        matrix[i] = known[row]
+    matrix = np.array([known[row] for row in rows.tolist()], dtype="<f4").reshape(len(rows), len(how.vector))
     norms = np.linalg.norm(matrix.astype(np.float64), axis=1).astype("<f4")  # embed.cache.VectorCache.add's
     return rows, _Embedded(matrix, norms)
 
@@ -394,8 +384,7 @@ def _slots(scope: ReadScope) -> tuple[Any, Any, dict[int, tuple[str, int]], floa
     segment_of, slot_of = np.full(size, -1, dtype=np.int32), np.zeros(size, dtype=np.int32)
     segment_of[found["row_id"]], slot_of[found["row_id"]] = found["segment"], found["slot"]
     named = {n: (name, s) for n, name, s in scope.rows(f"SELECT segment, name, size FROM {stored}.vector_segments")}
-    through = scope.one(f"SELECT value FROM {stored}.meta WHERE key = 'vectors_through'")
-    return segment_of, slot_of, named, float("inf") if through is None else int(through[0])
+    return segment_of, slot_of, named, waiting_after(scope.con, f"{stored}.meta")
 
 
 def _rrf(rankings: list[Any], size: int) -> Any:
