@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from obsrepo.api import Repository
 from obsrepo.gitstore import Git
@@ -47,6 +48,19 @@ def main() -> None:
     git = Git(repo)
     head = git.resolve("HEAD")
     try:
+        # `new` into the work tree: judged on the work tree as a change on a kept lookup store
+        def new_in_worktree(label: str) -> float:
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "obsrepo", "new", "--source", "agent/bench", "--event",
+                            f"bench {label} {time.time_ns()}"], cwd=repo, check=True, stdout=subprocess.DEVNULL)
+            return time.perf_counter() - start
+
+        subprocess.run([sys.executable, "-m", "obsrepo", "check", "--base", "HEAD"], cwd=repo, check=True,
+                       stdout=subprocess.DEVNULL)  # the facts of every blob known (not timed)
+        for store in (Path(git.dirs()[1]) / "obsrepo").glob("lookup-*.sqlite"):
+            store.unlink()
+        worktree_first = new_in_worktree("first")  # builds HEAD's lookup store from the facts store
+        worktree_runs = [new_in_worktree(f"worktree {n}") for n in range(max(3, args.runs // 10))]
         # floor: the same plumbing, no check
         floor_runs = []
         tip = head
@@ -85,7 +99,11 @@ def main() -> None:
                            cwd=repo, check=True, stdout=subprocess.DEVNULL)
             cli_runs.append(time.perf_counter() - start)
         count = int(git.run("rev-list", "--count", f"{head}..{branch}"))
+
     finally:
+        for path in git.run("ls-files", "-z", "-o", "--exclude-standard", "observations").decode().split("\0"):
+            if path and "bench" in (Path(repo) / path).read_text(errors="replace"):
+                (Path(repo) / path).unlink()
         for name in (branch, f"{branch}-floor"):
             git.run("update-ref", "-d", f"refs/heads/{name}", check=False)
 
@@ -99,6 +117,9 @@ def main() -> None:
     print(f"propose cold, analysis cache     {cold_cached * 1000:8.1f} ms  (first write of a Repository)")
     print(f"propose cold, no cache           {cold_nocache * 1000:8.1f} ms")
     print(f"obsrepo new --commit (process)   {cli * 1000:8.1f} ms  median of {len(cli_runs)}  {cli / warm:.0f}x warm")
+    into = statistics.median(worktree_runs)
+    print(f"obsrepo new, work tree (process) {into * 1000:8.1f} ms  median of {len(worktree_runs)}  "
+          f"{into / cli:.2f}x new --commit; the first after a commit (lookup store built) {worktree_first * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

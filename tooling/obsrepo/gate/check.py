@@ -82,10 +82,10 @@ def _apply_check(git: Git, plan: CheckPlan, progress: Callable[[int, int], None]
         from .pull import Near, judge_change  # a pull request: what B..HEAD touches, the rest from `facts`
 
         near = Near.open(git, plan.base_sha, facts, plan.wanted)  # listed near the base when its store is kept
-        source, converted = _source(git, plan, near)
+        source, converted = plan_source(git, plan, near)
         judged = judge_change(git, plan.base_sha, source, facts, plan.wanted, progress, near, converted)
     else:
-        source, converted = _source(git, plan)
+        source, converted = plan_source(git, plan)
         judged = _judge_all(git, plan, source, facts, progress)
     facts.save()
     return _report(git, plan, source, converted, judged)
@@ -149,7 +149,7 @@ def _report(git: Git, plan: CheckPlan, source: Source, converted: list[tuple[str
     return report
 
 
-def _source(git: Git, plan: CheckPlan, near: Near | None = None) -> tuple[Source, list[tuple[str, str, str]]]:
+def plan_source(git: Git, plan: CheckPlan, near: Near | None = None) -> tuple[Source, list[tuple[str, str, str]]]:
     """Where the documents come from, and the documents git would convert: those are hashed
     from their raw bytes rather than trusted from git's stat data (git compares through filters).
     `near`: the work tree is listed near a base tree where it can (`pull.Near`)."""

@@ -88,6 +88,20 @@ class BaseLookup:
         db = _valid(file, digest) if file is not None else None
         return cls(db, frozenset(), 0, file) if db is not None else None
 
+    @staticmethod
+    def kept_tree(tree: str, facts: FactsStore) -> bool:
+        """Whether a valid store of the tree `tree` is kept (opened to tell, then closed)."""
+        if facts.file is None:
+            return False
+        db = _valid(facts.file.with_name(f"lookup-{tree}.sqlite"), _digest(facts, tree))
+        if db is not None:
+            db.close()
+        return db is not None
+
+    def holds(self, doc_id: str) -> bool:
+        """Whether a valid document of the tree (but those `gone`) has this id."""
+        return any(path not in self.gone for (path,) in self.db.execute("SELECT path FROM docs WHERE id = ?", (doc_id,)))
+
     def meta(self, key: str) -> str | None:
         found = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return found[0] if found else None
@@ -163,8 +177,12 @@ class BaseLookup:
 def _where(git: Git, base_sha: str, facts: FactsStore) -> tuple[str, str, Path | None]:
     """(tree id, the digest a valid store holds, its file: None when nothing is kept)."""
     tree = git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip()
-    digest = f"{facts.digest or 'off'}-{FORMAT}-{tree}"
-    return tree, digest, None if facts.file is None else facts.file.with_name(f"lookup-{tree}.sqlite")
+    return tree, _digest(facts, tree), None if facts.file is None else facts.file.with_name(f"lookup-{tree}.sqlite")
+
+
+def _digest(facts: FactsStore, tree: str) -> str:
+    """What a valid store of `tree` holds as its digest: of these rules, this format, this tree."""
+    return f"{facts.digest or 'off'}-{FORMAT}-{tree}"
 
 
 def _valid(file: Path, digest: str) -> sqlite3.Connection | None:

@@ -19,6 +19,7 @@ every folder that holds a document; any other case lists everything and asks git
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..format.rules import Analysis, kind_of
@@ -88,6 +89,35 @@ class Near:
 def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wanted: frozenset[str] | None,
                  progress: Callable[[int, int], None] | None = None, near: Near | None = None,
                  converted: list[tuple[str, str, str]] | None = None) -> Judged:
+    read = _read_change(git, base_sha, source, facts, wanted, progress, near, converted)
+    analyses, lookup = read.analyses, read.lookup
+    # what the change adds is `touched` (the rules of the change prefer the rest's documents)
+    indexed = None if near is None or near.indexed is None else [c for c in near.indexed if c.path != ".gitattributes"]
+    off = read.cache
+    changed, _added = immutability_issues(git, base_sha, source, analyses, off, before=frozenset(), near=source.hashed,
+                                          indexed=indexed)
+
+    def context(asked: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
+        # of each relation graph the change adds to, what its new edges reach, not the whole graph
+        reached = lookup.reached(_graph_starts(analyses, asked.graph_types)) if asked.graph_types else set()
+        return lookup.matching(asked.ids, asked.hashes, asked.entities, asked.relation_targets, reached, leave_out)
+
+    return Judged(analyses, changed, rules_of_change(analyses, context), off.missed + lookup.read)
+
+
+@dataclass
+class _Change:
+    analyses: dict[str, Analysis]  # the documents the change touches, read and analysed
+    lookup: BaseLookup  # the base tree's, minus the paths the change touches
+    cache: AnalysisCache  # the cache the documents were read around (counts what was read)
+
+
+def _read_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wanted: frozenset[str] | None,
+                 progress: Callable[[int, int], None] | None, near: Near | None,
+                 converted: list[tuple[str, str, str]] | None) -> _Change:
+    """Read the documents of `source` whose blob may differ from the base's (and those `wanted`),
+    and open the base's lookup store for the rest (built when it is not kept, and then marked
+    when git converts none of the base's files: `converted` are those it converts here)."""
     moved = _touched(git, base_sha, source, near) | (wanted or set())
     touched: list[Listed] = []
     elsewhere: set[str] = set()  # not a document here any more: a symlink, a submodule where the base had one
@@ -98,10 +128,6 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
             touched.append(item)
     off = AnalysisCache(None, {}, "")  # the changed documents are new to every cache: read them
     analyses = analyze_source(source.only(touched), off, progress)
-    # what the change adds is `touched` (the rules of the change prefer the rest's documents)
-    indexed = None if near is None or near.indexed is None else [c for c in near.indexed if c.path != ".gitattributes"]
-    changed, _added = immutability_issues(git, base_sha, source, analyses, off, before=frozenset(), near=source.hashed,
-                                          indexed=indexed)
     if near is not None and near.lookup is not None:
         lookup = near.lookup
         lookup.gone = moved | elsewhere
@@ -112,13 +138,7 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
     if facts.loaded:  # once merged, they are the rest of the next pull request (never loaded for them alone)
         for item in touched:
             facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
-
-    def context(asked: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
-        # of each relation graph the change adds to, what its new edges reach, not the whole graph
-        reached = lookup.reached(_graph_starts(analyses, asked.graph_types)) if asked.graph_types else set()
-        return lookup.matching(asked.ids, asked.hashes, asked.entities, asked.relation_targets, reached, leave_out)
-
-    return Judged(analyses, changed, rules_of_change(analyses, context), off.missed + lookup.read)
+    return _Change(analyses, lookup, off)
 
 
 def _graph_starts(analyses: dict[str, Analysis], types: set[str]) -> dict[str, set[str]]:

@@ -21,10 +21,7 @@ from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH
 from ..format.model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
 from ..format.report import NOT_WRITTEN, Issue
 from ..format.rules import Analysis
-from ..gate import graph
-from ..gate.cache import AnalysisCache
-from ..gate.check import analyze_source
-from ..gate.sources import worktree
+from ..gate.worktree import WorkTree
 from ..gitstore import Git
 
 
@@ -122,15 +119,11 @@ def create(git: Git, front: dict[str, Any], body: str = "", now: datetime | None
     is judged on the documents that tenant can see (docs/design.md §8a)."""
     now = now or datetime.now(timezone.utc)
     made = draft(front, body, now)
-    cache = AnalysisCache.open(git)
-    analyses = analyze_source(worktree(git.root), cache)
-    cache.save()
-    ids = {a.facts["id"] for a in analyses.values() if a.facts is not None}
-    if made.id in ids or made.path in analyses:  # ids are global: keep clear of every tenant's
-        made = draft(front, body, now, lambda doc_id, path: doc_id in ids or path in analyses)
+    tree = WorkTree.open(git)  # what differs from a commit, read; the rest asked of its kept lookups
+    if tree.taken(made.id, made.path):  # ids are global: keep clear of every tenant's
+        made = draft(front, body, now, tree.taken)
     path = made.path
-    analyses = {**graph.in_view(analyses, binding or {}), path: made.analysis}
-    problems = [i for i in graph.repository_rules(analyses, added={path}, change={path}) if i.path == path]
+    problems = tree.problems(path, made.analysis, binding or {})
     if problems:
         raise DocumentRefused(problems)
 
