@@ -1,5 +1,5 @@
 """`obsrepo new` judges a draft against the work tree as a change on a commit whose lookup store
-is kept (`gate/worktree.py`): it reads what differs from that commit, and its answers are those of
+is kept (`gate/near.py`): it reads what differs from that commit, and its answers are those of
 the repository rules over the whole work tree with the draft added, bound or not."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from helpers import Repo, obs_id, observation
 from obsrepo.gate import graph
 from obsrepo.gate.analysis import analyze_source
 from obsrepo.gate.cache import AnalysisCache
+from obsrepo.gate.near import NearState
 from obsrepo.gate.sources import worktree
-from obsrepo.gate.worktree import WorkTree
 from obsrepo.gitstore import Git
 from test_write_rules import ENTITIES, TYPES, _document
 
@@ -57,7 +57,7 @@ def test_a_draft_is_judged_as_the_rules_over_the_whole_work_tree_judge_it(repo: 
     n = _grow(repo, rng, ids, 1, 20)
     repo.commit("first")
     git = Git(str(repo.path))
-    WorkTree.open(git)  # keeps the first commit's lookup store
+    NearState.of_worktree(git)  # keeps the first commit's lookup store
     n = _grow(repo, rng, ids, n, 15)
     repo.commit("second")
     if store == "head":  # no kept store: it is built for HEAD
@@ -70,7 +70,7 @@ def test_a_draft_is_judged_as_the_rules_over_the_whole_work_tree_judge_it(repo: 
     repo.write(edited, repo.read(edited).replace("entity:", "x-note: edited\nentity:", 1))
     n = _grow(repo, rng, ids, n, 10)
 
-    trees = {tuple(sorted(b.items())): WorkTree.open(git) for b in BINDINGS}
+    trees = {tuple(sorted(b.items())): NearState.of_worktree(git, b) for b in BINDINGS}
     base = trees[()].lookup
     assert base is not None and base.read == (15 if store == "head" else 0)  # the facts of the first commit are known
     since = "HEAD" if store == "head" else "HEAD~1"  # what differs from the kept commit is read, nothing else
@@ -94,7 +94,7 @@ def test_a_draft_is_judged_as_the_rules_over_the_whole_work_tree_judge_it(repo: 
         for binding in BINDINGS:
             if not graph.in_sight(analysis.facts, binding):
                 continue
-            mine = trees[tuple(sorted(binding.items()))].problems(doc.path, analysis, binding)
+            mine = trees[tuple(sorted(binding.items()))].problems(doc.path, analysis.facts)
             assert mine == _whole(repo.path, doc.path, analysis, binding), (draft, binding)
             refused += bool(mine)
     assert 10 < refused < 100  # both answers are asked for
@@ -106,19 +106,19 @@ def test_a_write_reads_what_differs_from_the_kept_commit_not_the_repository(make
     subprocess.run([sys.executable, str(ROOT / "bench" / "generate.py"), str(repo.path), "--count", "1500",
                     "--commits", "5"], env=repo.env, check=True, capture_output=True)
     git = Git(str(repo.path))
-    first = WorkTree.open(git)
+    first = NearState.of_worktree(git)
     assert first.lookup is not None and first.lookup.read == 1500 and first.analyses == {}
     for n in range(3):
         proc = repo.obsrepo("new", "--source", "agent/t", "--event", f"seen {n}", "--entity", "company/acme",
                             "--field", f"n={n}", "--timestamp", "2026-03-01T10:00:00Z", "--format", "json")
         assert proc.returncode == 0, proc.stderr
-        later = WorkTree.open(git)  # the store is kept: only the work tree's new documents are read
+        later = NearState.of_worktree(git)  # the store is kept: only the work tree's new documents are read
         assert later.lookup is not None and later.lookup.read == 0 and len(later.analyses) == n + 1
     again = repo.obsrepo("new", "--source", "agent/t", "--event", "seen 0", "--entity", "company/acme",
                          "--field", "n=0", "--timestamp", "2026-03-01T10:00:00Z", "--format", "json")
     assert again.returncode != 0 and "DUPLICATE_CONTENT" in again.stdout + again.stderr
     repo.commit("three")
-    after = WorkTree.open(git)  # the store of the commit before is kept: what the commit added is read
+    after = NearState.of_worktree(git)  # the store of the commit before is kept: what the commit added is read
     assert after.lookup is not None and after.lookup.read == 0 and len(after.analyses) == 3
     assert repo.check().returncode == 0
 
@@ -130,7 +130,7 @@ def test_a_cycle_closed_through_a_document_not_yet_committed_is_refused(repo: Re
              observation(obs_id(2), entity="company/c", relations=[{"type": "PART_OF", "target": "company/d"}]),
              observation(obs_id(4), entity="company/d", relations=[{"type": "PART_OF", "target": "company/a"}]))
     repo.commit("a, c and d")
-    WorkTree.open(Git(str(repo.path)))  # the commit's lookup store is kept
+    NearState.of_worktree(Git(str(repo.path)))  # the commit's lookup store is kept
     repo.add(observation(obs_id(3), entity="company/b", relations=[{"type": "PART_OF", "target": "company/c"}]))
     proc = repo.obsrepo("new", "--source", "agent/t", "--event", "a is part of b", "--entity", "company/a",
                         "--relation", "PART_OF=company/b", "--format", "json")

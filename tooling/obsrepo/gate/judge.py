@@ -3,7 +3,8 @@ documents up (docs/design.md §2, §8): its id is new, its content is new in its
 it corrects, retracts, gives feedback on or reclassifies exists in its tenant.
 
 The state is asked through `Facts`, whatever keeps it: the write path's kept state of the
-proposal branch (`addition.RuleState`), the index at the watcher's commit with the other drafts
+proposal branch or the work tree (`near.NearState`, asking `TreeFacts` of the documents a draft
+names), the index at the watcher's commit with the other drafts
 (`index/drafts.py`), the index's documents a reviewed change names (`read/diff_check.py`), the
 tree's documents (`TreeFacts`: `check`, `check_document`). Each answers the same questions, so
 the rules are written once (these, and the graph's in `gate/graph.py`); a state says in its own words where a clash is (a writer learns

@@ -102,6 +102,14 @@ class BaseLookup:
         """Whether a valid document of the tree (but those `gone`) has this id."""
         return any(path not in self.gone for (path,) in self.db.execute("SELECT path FROM docs WHERE id = ?", (doc_id,)))
 
+    def having(self, column: str, key: str) -> list[tuple[str, dict[str, Any]]]:
+        """The valid documents (but those `gone`) whose id or content hash (`column`) is `key`, by path."""
+        assert column in ("id", "hash")
+        value: Any = bytes.fromhex(key) if column == "hash" else key
+        rows = self.db.execute(f"SELECT path, compact FROM docs WHERE {column} = ? ORDER BY path", (value,)).fetchall()
+        return [(path, expand(marshal.loads(compact))) for path, compact in rows  # type: ignore[misc]
+                if path not in self.gone]
+
     def meta(self, key: str) -> str | None:
         found = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return found[0] if found else None
@@ -190,7 +198,8 @@ def _valid(file: Path, digest: str) -> sqlite3.Connection | None:
     if not file.is_file():
         return None
     try:
-        db = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)
+        # a kept-open writer's requests run on any thread, one at a time
+        db = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True, check_same_thread=False)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         # whole: as long as its header says (a truncated copy is not), its last row where the
         # count of rows says (rows are numbered as written; a count would read every row's key)
@@ -234,12 +243,13 @@ def _build(git: Git, base_sha: str, facts: FactsStore, file: Path | None, digest
             db.close()
             os.replace(temporary, file)
             _prune(file)
-            return sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True), len(unknown), [e.path for e in listed], file
+            kept = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            return kept, len(unknown), [e.path for e in listed], file
         except (OSError, sqlite3.Error):  # a read-only git directory only costs speed: built again next time
             if temporary:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
-    db = sqlite3.connect(":memory:")
+    db = sqlite3.connect(":memory:", check_same_thread=False)
     _fill(db, documents(), tree, digest)
     return db, len(unknown), [e.path for e in listed], None
 

@@ -245,15 +245,9 @@ class Session:
         bound writer's, the documents its tenant can see."""
         if destination is not None:
             return self.tree_states().at(self.statement_base(destination))
-        from ..gate.addition import RuleState
-        from ..gate.cache import AnalysisCache
-        from ..gate.check import analyze_source
-        from ..gate.sources import worktree
+        from ..gate.near import NearState
 
-        cache = AnalysisCache.open(self.git)
-        analyses = analyze_source(worktree(self.root), cache)
-        cache.save()
-        return RuleState.of(analyses, self.binding.as_dict())
+        return NearState.of_worktree(self.git, self.binding.as_dict())
 
     def default_source(self) -> str:
         from ..write.proposal import default_source

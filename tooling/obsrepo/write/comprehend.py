@@ -24,9 +24,9 @@ from ..format.document import read_document
 from ..format.model import COMPREHENSION_ID, format_timestamp
 from ..format.report import Issue
 from ..format.vocabulary import COMPREHENSION_DIR, COMPREHENSION_EFFECTS
-from ..gate.addition import RuleState
 from ..gate.graph import visible
 from ..gate.immutability import comprehension_edit
+from ..gate.near import NearState
 from ..gitstore import Git
 from .proposal import TreeStates, branch_name, propose_edit
 from .statements import target_tenant
@@ -89,7 +89,7 @@ class Belief:
                              comprehension=self.comp_id)
 
 
-def next_version(belief: Belief, data: bytes, state: RuleState, tenant: dict[str, str], type_of: Callable[[str], str],
+def next_version(belief: Belief, data: bytes, state: NearState, tenant: dict[str, str], type_of: Callable[[str], str],
                  now: datetime | None = None) -> tuple[Updated, bytes | None]:
     """The document after `belief`, from its current bytes `data` and the rule state of the tree
     it lives in (the observations it may cite); None as bytes when it already cites the
@@ -138,7 +138,7 @@ def type_in(front: dict[str, Any] | None) -> str:
     return kind if isinstance(kind, str) else "untyped"
 
 
-def comprehend(root: str, state: RuleState, belief: Belief, *, tenant: dict[str, str] | None = None,
+def comprehend(root: str, state: NearState, belief: Belief, *, tenant: dict[str, str] | None = None,
                now: datetime | None = None) -> Updated:
     """Write the next version into the work tree (`state`: the work tree's documents): a
     temporary file renamed over the old version, so a failure leaves the old one as it was."""
@@ -168,7 +168,7 @@ def comprehend_commit(git: Git, states: TreeStates, belief: Belief, *, tenant: d
     branch = branch_name(git, branch)
     result: list[Updated] = []
 
-    def edit(start: str, data: bytes, state: RuleState) -> tuple[bytes, str] | None:
+    def edit(start: str, data: bytes, state: NearState) -> tuple[bytes, str] | None:
         if not data:
             raise belief.missing()
 

@@ -21,7 +21,7 @@ from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH
 from ..format.model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
 from ..format.report import NOT_WRITTEN, Issue
 from ..format.rules import Analysis
-from ..gate.worktree import WorkTree
+from ..gate.near import NearState
 from ..gitstore import Git
 
 
@@ -119,11 +119,11 @@ def create(git: Git, front: dict[str, Any], body: str = "", now: datetime | None
     is judged on the documents that tenant can see (docs/design.md §8a)."""
     now = now or datetime.now(timezone.utc)
     made = draft(front, body, now)
-    tree = WorkTree.open(git)  # what differs from a commit, read; the rest asked of its kept lookups
+    tree = NearState.of_worktree(git, binding)  # what differs from a commit, read; the rest asked of its kept lookups
     if tree.taken(made.id, made.path):  # ids are global: keep clear of every tenant's
         made = draft(front, body, now, tree.taken)
     path = made.path
-    problems = tree.problems(path, made.analysis, binding or {})
+    problems = tree.problems(path, made.analysis.facts or {})
     if problems:
         raise DocumentRefused(problems)
 

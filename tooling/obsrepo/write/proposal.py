@@ -7,8 +7,9 @@ the race checks again on the new tip and retries.
 
 Before publishing, the document is held to the rules `obsrepo check --base <base>` applies to
 the branch: the per-document rules, and the repository rules over the base's documents and
-every earlier proposal (`gate.addition.RuleState`, kept per process and moved along with the
-tip; built once from the analysis cache, keyed by blob id).
+every earlier proposal (`gate.near.NearState`, kept per process and moved along with the
+tip: the tip taken as a change on a kept lookup store, so neither the first write nor a kept-open
+writer reads or holds the whole tree).
 
 Comprehension documents are the one kind edited in place (docs/design.md §14): `propose_edit`
 replaces one such file's blob the same way (the trees along its path, one commit, the same
@@ -31,10 +32,10 @@ from .. import errors
 from ..errors import GitError, ObsrepoError, UsageError, WriteFault
 from ..format.report import Issue
 from ..format.rules import kind_of
-from ..gate.addition import RuleState
 from ..gate.cache import AnalysisCache
 from ..gate.check import analyze_source
-from ..gate.sources import DOCUMENT_ROOTS, commit, entries
+from ..gate.near import NearState
+from ..gate.sources import DOCUMENT_ROOTS, entries
 from ..gitstore import Entry, Git
 from .new import DocumentRefused, Draft, draft
 
@@ -64,42 +65,35 @@ class TreeStates:
         self.git = git
         self.binding = dict(binding or {})
         self.tip: str | None = None
-        self.state = RuleState(self.binding)
+        self.state: NearState | None = None
 
-    def at(self, tip: str) -> RuleState:
-        if self.tip == tip:
+    def at(self, tip: str) -> NearState:
+        if self.state is not None and self.tip == tip:
             return self.state
-        if self.tip is not None and self._advance(tip):
+        if self.state is not None and self._advance(tip):
             return self.state
-        cache = AnalysisCache.open(self.git)
-        analyses = analyze_source(commit(self.git, tip), cache)
-        cache.save()
-        self.state = RuleState.of(analyses, self.binding)
+        self.state = NearState.at_commit(self.git, tip, self.binding)
         self.tip = tip
         return self.state
 
     def _advance(self, tip: str) -> bool:
         """Move the state from its tree to `tip`'s when files were only added, or comprehensions
         edited (another writer's proposals): read what was added. False when anything else changed."""
-        assert self.tip is not None
+        assert self.tip is not None and self.state is not None
         changes = self.git.diff_trees([(tip, self.tip)], *DOCUMENT_ROOTS)[0]
         if any(c.status != "A" and not (c.status == "M" and kind_of(c.path) == "comprehension") for c in changes):
             return False  # a comprehension edited in place changes nothing the state keeps
         changes = [c for c in changes if c.status == "A"]
-        cache = AnalysisCache.open(self.git) if changes else None
-        if cache is not None:
-            added = entries(self.git, [Entry(c.new_mode, c.new_sha, c.path) for c in changes])
-            for path, analysis in sorted(analyze_source(added, cache).items()):
-                self.state.add(path, analysis.facts)
-            for change in changes:
-                self.state.paths.add(change.path)
-            cache.save()
+        added = entries(self.git, [Entry(c.new_mode, c.new_sha, c.path) for c in changes])
+        analyses = analyze_source(added, AnalysisCache(None, {}, ""))  # a few documents: read them
+        for change in changes:  # a file that is not a regular file: its path only
+            self.state.add(change.path, analyses[change.path].facts if change.path in analyses else None)
         self.tip = tip
         return True
 
     def added(self, parent: str, tip: str, made: Draft) -> None:
         """Our own commit `tip` on `parent` added `made`."""
-        if self.tip == parent:
+        if self.state is not None and self.tip == parent:
             self.state.add(made.path, made.analysis.facts)
             self.tip = tip
 
@@ -138,7 +132,7 @@ def propose(git: Git, states: TreeStates, front: dict[str, Any], body: str = "",
     return Proposed(made.id, made.path, made.content_hash, new, branch)
 
 
-Edit = Callable[[str, bytes, RuleState], tuple[bytes, str] | None]
+Edit = Callable[[str, bytes, NearState], tuple[bytes, str] | None]
 
 
 def propose_edit(git: Git, states: TreeStates, path: str, edit: Edit, *, branch: str | None = None,

@@ -11,8 +11,8 @@ from .. import errors
 from ..errors import InputError, NotFoundError, UsageError
 from ..format.report import NOT_WRITTEN, Issue
 from ..format.vocabulary import CLASSIFICATIONS, CORRECTION_PRIORITY, FEEDBACK_OUTCOMES
-from ..gate.addition import RuleState
 from ..gate.graph import visible
+from ..gate.near import NearState
 from ..times import format_timestamp, parse_timestamp
 from .new import DocumentRefused
 
@@ -38,7 +38,7 @@ def _with_tenant(front: dict[str, Any], tenant: dict[str, str] | None) -> dict[s
     return {**front, "tenant": dict(tenant)} if tenant else front
 
 
-def target_tenant(state: RuleState, obs_id: str, binding: dict[str, str]) -> dict[str, str]:
+def target_tenant(state: NearState, obs_id: str, binding: dict[str, str]) -> dict[str, str]:
     """The tenant of observation `obs_id`; REF_NOT_FOUND when it does not exist or the binding
     cannot see it (an invisible id reads exactly like a missing one)."""
     facts = state.by_id.get(obs_id)
@@ -110,7 +110,7 @@ def merge(from_entity: str, into_entity: str, *, reason: str, source: str) -> di
             "entity": from_entity, "relations": [{"type": "DUPLICATE_OF", "target": into_entity}]}
 
 
-def feedback(state: RuleState, target: str, outcome: str, binding: dict[str, str], *, session: str | None,
+def feedback(state: NearState, target: str, outcome: str, binding: dict[str, str], *, session: str | None,
              source: str, timestamp: str | None = None) -> dict[str, Any]:
     """Feedback on `target` (accepted, rejected, rework, misleading), in the writer's `binding`,
     else the target's own tenant (the target must be visible to it)."""
@@ -126,7 +126,7 @@ def feedback(state: RuleState, target: str, outcome: str, binding: dict[str, str
     return _with_tenant(front, binding or owner)
 
 
-def reclassification(state: RuleState, targets: list[str], classification: str, binding: dict[str, str], *,
+def reclassification(state: NearState, targets: list[str], classification: str, binding: dict[str, str], *,
                      source: str) -> dict[str, Any]:
     """Raise `targets` (observations of one tenant, visible to `binding`) to `classification`."""
     if classification not in CLASSIFICATIONS:
