@@ -9,6 +9,7 @@ import math
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -341,3 +342,57 @@ def test_row_id_sets_answer_as_sorted_searches_do():
             for row, value in zip(row_ids.tolist(), row_values.tolist()):
                 first.setdefault(row, value)
             assert lookup.of(asked).tolist() == [first.get(row, 1.0) for row in asked.tolist()]
+
+
+def test_postings_summed_per_row_as_a_sort_sums_them():
+    """BM25's sum per row (over the id range, or by sorting the ids) adds each row's postings in
+    the order they come, as `np.unique` + `np.bincount` do: the same rows and the same bits."""
+    import numpy as np
+    from obsrepo.read.bm25 import _per_row
+
+    rng = np.random.default_rng(5)
+    for top, count in ((20, 200), (1000, 300), (10**6, 50_000), (10**9, 40), (1, 0)):
+        ids = rng.integers(0, top, size=count).astype(np.int64)
+        ids = np.concatenate([ids, -(2**40) - ids[:3]]) if top == 1000 else ids  # drafts: sorted
+        each = rng.random(len(ids)) * rng.choice([1e-3, 1.0, 1e3], size=len(ids))
+        hit, sums = _per_row(ids, each)
+        expected, which = np.unique(ids, return_inverse=True)
+        assert hit.dtype == np.int64 and np.array_equal(hit, expected)
+        assert sums.tobytes() == np.bincount(which, weights=each, minlength=len(expected)).tobytes()
+
+
+@needs_model2vec
+@pytest.mark.parametrize("binding", [{}, {"org": "northwind"}])
+def test_a_kept_open_reader_keeps_a_few_filters_rows_and_answers_as_a_fresh_one(many_hits, binding):
+    """The rows a text query's filters pass are kept for the last few filters (bm25.FILTERS_KEPT)
+    of a kept-open reader: asked in turns over more filters than are kept, twice, each answer is
+    that of a reader opened for it alone."""
+    from obsrepo.ops import Session, run
+    from obsrepo.ops.reads import Query
+    from obsrepo.ops.values import Binding
+    from obsrepo.read.bm25 import FILTERS_KEPT
+
+    repo, embedder = many_hits
+    asks: list[Query] = [Query(text="invoice paid", after=f"2026-02-{10 + n // 4:02d}T09:{(n % 4) * 5:02d}:00Z", limit=8,
+                  match="hybrid" if n % 3 == 0 else "lexical", org="northwind" if n % 5 == 4 else None)
+            for n in range(FILTERS_KEPT + 4)]
+    asks += [replace(ask, max_classification="public") for ask in asks[:3]]  # another view, the same SQL
+
+    def alone(ask: Query) -> dict[str, Any]:
+        session = Session(str(repo.path), embedder=embedder, binding=Binding.of(binding))
+        try:
+            return run(session, ask).data
+        finally:
+            session.close()
+
+    expected = [alone(ask) for ask in asks]
+    assert len({json.dumps(e, sort_keys=True) for e in expected}) > FILTERS_KEPT  # the filters differ in their answers
+    assert expected[-1]["total"] == 0 < expected[2]["total"]
+    kept = Session(str(repo.path), embedder=embedder, binding=Binding.of(binding))
+    kept.keep_open()
+    try:
+        for _ in range(2):
+            assert [run(kept, ask).data for ask in asks] == expected
+            assert [run(kept, ask).data for ask in reversed(asks)] == expected[::-1]
+    finally:
+        kept.close()

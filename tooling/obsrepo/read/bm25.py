@@ -16,14 +16,47 @@ DuckDB rounds; so every score is the one SQL gave.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 from ..index.rows import TOKENS
-from .rowids import ByRow, among
+from .rowids import ByRow, among, ascending
 from .scope import ReadScope, literal
 
 K1, B = 1.2, 0.75
+FILTERS_KEPT = 8  # filters whose rows a kept-open reader keeps per index generation and view
+_KEEPING = threading.Lock()
+
+
+@dataclass
+class Filtered:
+    """The rows that passed every filter of a text query (sorted row ids, read-only), and the
+    sum of their lengths once BM25 asked for it."""
+
+    rows: Any
+    length_sum: int | None = None
+
+
+def filtered_rows(scope: ReadScope, matching: str, params: list) -> Filtered:
+    """The rows of `matching` (a query over `visible`); a kept-open reader keeps those of its
+    last few filters for the index generation and view (a million ids are read and sorted
+    otherwise, whatever the text)."""
+    def read() -> Filtered:
+        rows = ascending(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
+        rows.flags.writeable = False
+        return Filtered(rows)
+
+    kept: dict = scope.remember(("filtered rows", *scope.view_key()), dict)
+    key = (matching, repr(list(params)))
+    with _KEEPING:
+        found = kept.pop(key, None)
+    found = found or read()
+    with _KEEPING:
+        kept[key] = found  # the newest last
+        while len(kept) > FILTERS_KEPT:
+            kept.pop(next(iter(kept)))
+    return found
 
 
 @dataclass(frozen=True)
@@ -41,10 +74,11 @@ def text_terms(scope: ReadScope, text: str) -> list[str]:
     return scope.remember(("text terms", text), lambda: [row[0] for row in scope.rows(sql, [text])])
 
 
-def bm25(scope: ReadScope, filtered: Any, text: str) -> Scored:
-    """Each of the `filtered` rows (sorted row ids) that holds a term of `text`, scored."""
+def bm25(scope: ReadScope, filtering: Filtered, text: str) -> Scored:
+    """Each of the `filtering` rows that holds a term of `text`, scored."""
     import numpy as np
 
+    filtered = filtering.rows
     terms = text_terms(scope, text)
     if not terms or not len(filtered):
         return Scored(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
@@ -55,13 +89,29 @@ def bm25(scope: ReadScope, filtered: Any, text: str) -> Scored:
     row_ids, tf, term = found["row_id"][mine], found["tf"][mine].astype(np.float64), found["term"][mine]
     lengths_of = _lengths(scope)
     documents = len(filtered)
-    average = int(lengths_of(filtered).sum()) / documents  # DuckDB's avg of integers: the sum over the count
+    if filtering.length_sum is None:
+        filtering.length_sum = int(lengths_of(filtered).sum())
+    average = filtering.length_sum / documents  # DuckDB's avg of integers: the sum over the count
     df = np.bincount(term, minlength=len(terms))
     idf = np.array([math.log(1 + (documents - int(n) + 0.5) / (int(n) + 0.5)) for n in df.tolist()])
     length = 0.75 * lengths_of(row_ids).astype(np.float64)
     each = idf[term] * tf * (K1 + 1) / (tf + K1 * ((1 - B) + length / max(average, 1)))
+    hit, sums = _per_row(row_ids, each)
+    return Scored(hit, _round6(sums))
+
+
+def _per_row(row_ids: Any, each: Any) -> tuple[Any, Any]:
+    """The distinct row ids (ascending) and the sum of `each` over each one's postings, added in
+    the order the postings come (as `np.bincount` adds): over the range of the ids when it is
+    not much larger than the postings, else by sorting them."""
+    import numpy as np
+
+    if len(row_ids) and int(row_ids.min()) >= 0 and int(row_ids.max()) < 16 * len(row_ids) + 65536:
+        top = int(row_ids.max()) + 1
+        hit = np.flatnonzero(np.bincount(row_ids, minlength=top))
+        return hit.astype(np.int64), np.bincount(row_ids, weights=each, minlength=top)[hit]
     hit, which = np.unique(row_ids, return_inverse=True)
-    return Scored(hit.astype(np.int64), _round6(np.bincount(which, weights=each, minlength=len(hit))))
+    return hit.astype(np.int64), np.bincount(which, weights=each, minlength=len(hit))
 
 
 def _lengths(scope: ReadScope) -> Any:

@@ -247,11 +247,9 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     page's last) are joined for that order."""
     import numpy as np
 
-    from .bm25 import bm25
-    from .rowids import ascending
+    from .bm25 import bm25, filtered_rows
 
-    filtered = ascending(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
-    scored = bm25(scope, filtered, request.text or "")
+    scored = bm25(scope, filtered_rows(scope, matching, params), request.text or "")
     total = len(scored.row_ids)
     ranking = scored.scores
     if not request.unweighted:

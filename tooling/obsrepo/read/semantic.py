@@ -23,8 +23,8 @@ from typing import Any
 from ..embed import DEFERRED_TEXTS
 from ..errors import missing_extra
 from ..index.vectors import TEXT_SQL, waiting_after
-from .bm25 import bm25
-from .rowids import among, ascending
+from .bm25 import bm25, filtered_rows
+from .rowids import among
 from .scope import ReadScope
 
 RRF_K = 60
@@ -75,8 +75,8 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
         import numpy as np
     except ModuleNotFoundError as exc:
         raise (missing_extra(exc) or exc) from None
-    filtered = ascending(scope.columns(f"SELECT row_id FROM ({matching})", params)["row_id"])
-    vectors = _Vectors(scope, how, filtered)
+    filtered = filtered_rows(scope, matching, params)
+    vectors = _Vectors(scope, how, filtered.rows)
     near = vectors.screen(how.k)  # row ids: a superset of the k nearest
     hits, lexical_scores = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if how.match == "hybrid":
@@ -117,7 +117,7 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     items = [Ranked(int(row_ids[i]), float(scores[i]), float(lexical[i]), float(semantic[i]), float(weight[i]))
              for i in best]
     total = len(hits) + int(np.count_nonzero(~among(hits, involved[nearest])))
-    return RankedPage(items, total, {"candidates": len(filtered), "with_vectors": vectors.count})
+    return RankedPage(items, total, {"candidates": len(filtered.rows), "with_vectors": vectors.count})
 
 
 def _fused(alpha: float, semantic: Any, lexical: Any) -> Any:
