@@ -76,7 +76,7 @@ def test_a_draft_is_judged_as_the_rules_over_the_whole_work_tree_judge_it(repo: 
     since = "HEAD" if store == "head" else "HEAD~1"  # what differs from the kept commit is read, nothing else
     differs = set(repo.git("diff", "--name-only", since, "--", "observations").splitlines()) \
         | set(repo.git("ls-files", "-o", "--exclude-standard", "observations").splitlines())
-    assert set(trees[()].analyses) == differs - {gone} and len(differs) >= 11
+    assert set(trees[()].added.facts) == differs - {gone} and len(differs) >= 11
     gone_id = Path(gone).stem
     assert not trees[()].taken(gone_id, "elsewhere") and trees[()].taken("obs-other", gone) is False
     everything = analyze_source(worktree(str(repo.path)), AnalysisCache(None, {}, ""))
@@ -107,19 +107,19 @@ def test_a_write_reads_what_differs_from_the_kept_commit_not_the_repository(make
                     "--commits", "5"], env=repo.env, check=True, capture_output=True)
     git = Git(str(repo.path))
     first = NearState.of_worktree(git)
-    assert first.lookup is not None and first.lookup.read == 1500 and first.analyses == {}
+    assert first.lookup is not None and first.lookup.read == 1500 and first.added.facts == {}
     for n in range(3):
         proc = repo.obsrepo("new", "--source", "agent/t", "--event", f"seen {n}", "--entity", "company/acme",
                             "--field", f"n={n}", "--timestamp", "2026-03-01T10:00:00Z", "--format", "json")
         assert proc.returncode == 0, proc.stderr
         later = NearState.of_worktree(git)  # the store is kept: only the work tree's new documents are read
-        assert later.lookup is not None and later.lookup.read == 0 and len(later.analyses) == n + 1
+        assert later.lookup is not None and later.lookup.read == 0 and len(later.added.facts) == n + 1
     again = repo.obsrepo("new", "--source", "agent/t", "--event", "seen 0", "--entity", "company/acme",
                          "--field", "n=0", "--timestamp", "2026-03-01T10:00:00Z", "--format", "json")
     assert again.returncode != 0 and "DUPLICATE_CONTENT" in again.stdout + again.stderr
     repo.commit("three")
     after = NearState.of_worktree(git)  # the store of the commit before is kept: what the commit added is read
-    assert after.lookup is not None and after.lookup.read == 0 and len(after.analyses) == 3
+    assert after.lookup is not None and after.lookup.read == 0 and len(after.added.facts) == 3
     assert repo.check().returncode == 0
 
 

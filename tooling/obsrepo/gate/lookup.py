@@ -165,15 +165,17 @@ class BaseLookup:
         for kind, entities in starts.items():
             seen, todo = set(entities), sorted(entities)
             while todo:
-                for target, path in self.db.execute("SELECT target, path FROM edges WHERE kind = ? AND entity = ?",
-                                                     (kind, todo.pop())):
-                    if path in self.gone:
-                        continue
+                for target, path in self.steps(kind, todo.pop()):
                     paths.add(path)
                     if target not in seen:
                         seen.add(target)
                         todo.append(target)
         return paths
+
+    def steps(self, kind: str, entity: str) -> list[tuple[str, str]]:
+        """(target, path) of the edges of type `kind` from `entity` (but those of `gone` paths)."""
+        rows = self.db.execute("SELECT target, path FROM edges WHERE kind = ? AND entity = ?", (kind, entity))
+        return [(target, path) for target, path in rows if path not in self.gone]
 
     def _rows(self, sql: str, keys: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         keys = list(keys)

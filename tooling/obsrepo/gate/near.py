@@ -42,17 +42,21 @@ Facts = dict[str, Any]
 
 class NearState:
     """The documents of a tree that differ from a base commit (read, plus those added since),
-    and the base's lookup store for the rest (None: nothing committed, every document read)."""
+    and the base's lookup store for the rest (None: nothing committed, every document read).
+    The documents read or added are kept by key as the store keeps the rest, so a draft is
+    judged on what it names, whichever part holds it: a writer's thousandth write costs what
+    its first did."""
 
     def __init__(self, analyses: dict[str, Analysis], lookup: BaseLookup | None, binding: dict[str, str],
                  holds_path: Callable[[str], bool], read_path: Callable[[str], bytes | None] = lambda _path: None,
                  ) -> None:
-        self.analyses = analyses
         self.lookup = lookup
         self.binding = dict(binding)
         self._holds_path = holds_path  # whether the tree has a file at this path (of the base's too)
         self._read_path = read_path  # a document's bytes in the tree (None: its compact facts serve)
-        self.ids = {a.facts["id"] for a in analyses.values() if a.facts is not None}
+        self.added = _Added()
+        for path in sorted(analyses):
+            self.added.add(path, analyses[path].facts)
         self.by_id = _ById(self)
         self.hashes = _ByHash(self)
 
@@ -105,25 +109,21 @@ class NearState:
     # -- keeping the state --------------------------------------------------------------------
     def add(self, path: str, facts: Facts | None) -> None:
         """A document added to the tree (a file that is not a valid document: its path only)."""
-        self.analyses[path] = Analysis(kind_of(path), [], facts)
-        if facts is not None:
-            self.ids.add(facts["id"])
+        self.added.add(path, facts)
 
     # -- asking --------------------------------------------------------------------------------
     def taken(self, doc_id: str, path: str) -> bool:
         """Whether a document of the tree, in any tenant's view, holds this id, or a file this path."""
-        lookup = self.lookup
-        return doc_id in self.ids or path in self.analyses or (lookup is not None and lookup.holds(doc_id)) \
+        lookup, added = self.lookup, self.added
+        return doc_id in added.by_id or path in added.facts or (lookup is not None and lookup.holds(doc_id)) \
             or self._holds_path(path)
 
     def problems(self, path: str, facts: Facts) -> list[Issue]:
         """What the repository rules over what the binding can see report at `path` once the valid
         document `facts` is added there (a path not in the tree)."""
-        analysis = Analysis(kind_of(path), [], facts)
-        changed = {**graph.in_view(self.analyses, self.binding), path: analysis}
-        named = [(p, a.facts) for p, a in sorted(changed.items()) if a.facts is not None]
-        everything = dict(changed)
-        for found, facts_of in looked_up(named, self._context(changed), set(self.analyses) | {path}):
+        draft = {path: Analysis(kind_of(path), [], facts)}
+        everything = dict(draft)
+        for found, facts_of in looked_up([(path, facts)], self._context(draft), {path}):
             everything.setdefault(found, Analysis(kind_of(found), [], facts_of))
         return [i for i in graph.repository_rules(everything, added={path}, change={path}) if i.path == path]
 
@@ -131,21 +131,81 @@ class NearState:
         """The observations the binding can see whose `column` (id, hash) is `key`, by path:
         those of the base's store first, then those read or added."""
         found = self.lookup.having(column, key) if self.lookup is not None else []
-        found += [(p, a.facts) for p, a in self.analyses.items() if a.facts is not None and a.facts.get(column) == key]
+        index = self.added.by_id if column == "id" else self.added.by_hash
+        found += [(p, self.added.facts[p]) for p in sorted(index.get(key, ()))]  # type: ignore[misc]
         return [(p, f) for p, f in found if f["kind"] == "observation" and graph.in_sight(f, self.binding)]
 
-    def _context(self, changed: dict[str, Analysis]) -> Context:
-        lookup, binding = self.lookup, self.binding
+    def _context(self, draft: dict[str, Analysis]) -> Context:
+        lookup, added, binding = self.lookup, self.added, self.binding
 
         def context(asked: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
-            if lookup is None:
-                return []
-            # of each relation graph the change adds to, what its new edges reach
-            reached = lookup.reached(_graph_starts(changed, asked.graph_types)) if asked.graph_types else set()
-            found = lookup.matching(asked.ids, asked.hashes, asked.entities, asked.relation_targets, reached, leave_out)
+            # of each relation graph the draft adds to, what its new edges reach, in either part
+            stored, read = self._reached(_graph_starts(draft, asked.graph_types)) if asked.graph_types else (set(), set())
+            found = [] if lookup is None else \
+                lookup.matching(asked.ids, asked.hashes, asked.entities, asked.relation_targets, stored, leave_out)
+            found += added.matching(asked, read, leave_out)
             return [(p, f) for p, f in found if graph.in_sight(f, binding)]
 
         return context
+
+    def _reached(self, starts: dict[str, set[str]]) -> tuple[set[str], set[str]]:
+        """The documents (of the store, of those read or added) whose edges a walk from each
+        relation type's `starts` follows, through both parts."""
+        stored: set[str] = set()
+        read: set[str] = set()
+        for kind, entities in starts.items():
+            seen, todo = set(entities), sorted(entities)
+            while todo:
+                entity = todo.pop()
+                steps = [(target, path, stored) for target, path in
+                         (self.lookup.steps(kind, entity) if self.lookup is not None else [])]
+                steps += [(target, path, read) for target, path in self.added.edges.get((kind, entity), ())]
+                for target, path, part in steps:
+                    part.add(path)
+                    if target not in seen:
+                        seen.add(target)
+                        todo.append(target)
+        return stored, read
+
+
+class _Added:
+    """The documents read or added, by path and by the keys the rules look up (as the lookup
+    store keeps the rest)."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, Facts | None] = {}  # every path, None for a file that is no valid document
+        self.by_id: dict[str, set[str]] = {}
+        self.by_hash: dict[str, set[str]] = {}
+        self.by_entity: dict[str, set[str]] = {}
+        self.relating: dict[str, set[str]] = {}  # target entity → paths of documents with a relation to it
+        self.edges: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (type, entity) → [(target, path)]
+        self.retracting: set[str] = set()
+
+    def add(self, path: str, facts: Facts | None) -> None:
+        self.facts[path] = facts
+        if facts is None:
+            return
+        self.by_id.setdefault(facts["id"], set()).add(path)
+        if facts["kind"] != "observation":
+            return
+        self.by_hash.setdefault(facts["hash"], set()).add(path)
+        if facts["entity"]:
+            self.by_entity.setdefault(facts["entity"], set()).add(path)
+        if facts["retracts"]:
+            self.retracting.add(path)
+        for kind, target in facts["relations"]:
+            self.relating.setdefault(target, set()).add(path)
+            self.edges.setdefault((kind, facts["entity"]), []).append((target, path))
+
+    def matching(self, asked: Wanted, paths: set[str], leave_out: set[str]) -> list[tuple[str, Facts]]:
+        """What `BaseLookup.matching` gives of the store, of these documents."""
+        found = set(paths) | self.retracting
+        for index, keys in ((self.by_id, asked.ids), (self.by_hash, asked.hashes), (self.by_entity, asked.entities),
+                            (self.relating, asked.relation_targets)):
+            for key in keys:
+                found |= index.get(key, set())
+        return [(path, self.facts[path]) for path in sorted(found - leave_out)  # type: ignore[misc]
+                if self.facts[path] is not None]
 
 
 class _ById:
@@ -161,7 +221,7 @@ class _ById:
         if not found:
             return default
         path, facts = found[0]
-        data = None if path in self._state.analyses else self._state._read_path(path)
+        data = None if path in self._state.added.facts else self._state._read_path(path)
         whole = analyze(path, data).facts if data is not None else None
         return whole if whole is not None and whole["id"] == obs_id else facts
 
