@@ -33,7 +33,7 @@ from .change import Context, Wanted, looked_up
 from .check import CheckPlan, plan_source
 from .facts import FactsStore
 from .lookup import BaseLookup
-from .pull import Near, _graph_starts, _read_change
+from .pull import Near, graph_starts, read_change
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, entries, worktree_in_git
 
 ANCESTORS = 8  # first-parent ancestors whose kept lookup store a write may start from
@@ -81,7 +81,7 @@ class NearState:
         base = _kept_base(git, "HEAD", facts)
         near = Near.open(git, base, facts, None)
         source, converted = plan_source(git, CheckPlan(root, False, base, None), near)
-        changed = _read_change(git, base, source, facts, None, None, near, converted)
+        changed = read_change(git, base, source, facts, None, None, near, converted)
         facts.save()
         return cls(changed.analyses, changed.lookup, binding or {}, holds, read)
 
@@ -140,7 +140,7 @@ class NearState:
 
         def context(asked: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
             # of each relation graph the draft adds to, what its new edges reach, in either part
-            stored, read = self._reached(_graph_starts(draft, asked.graph_types)) if asked.graph_types else (set(), set())
+            stored, read = self._reached(graph_starts(draft, asked.graph_types)) if asked.graph_types else (set(), set())
             found = [] if lookup is None else \
                 lookup.matching(asked.ids, asked.hashes, asked.entities, asked.relation_targets, stored, leave_out)
             found += added.matching(asked, read, leave_out)

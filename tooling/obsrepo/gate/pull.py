@@ -89,7 +89,7 @@ class Near:
 def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wanted: frozenset[str] | None,
                  progress: Callable[[int, int], None] | None = None, near: Near | None = None,
                  converted: list[tuple[str, str, str]] | None = None) -> Judged:
-    read = _read_change(git, base_sha, source, facts, wanted, progress, near, converted)
+    read = read_change(git, base_sha, source, facts, wanted, progress, near, converted)
     analyses, lookup = read.analyses, read.lookup
     # what the change adds is `touched` (the rules of the change prefer the rest's documents)
     indexed = None if near is None or near.indexed is None else [c for c in near.indexed if c.path != ".gitattributes"]
@@ -99,22 +99,24 @@ def judge_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
 
     def context(asked: Wanted, leave_out: set[str]) -> list[tuple[str, dict[str, Any]]]:
         # of each relation graph the change adds to, what its new edges reach, not the whole graph
-        reached = lookup.reached(_graph_starts(analyses, asked.graph_types)) if asked.graph_types else set()
+        reached = lookup.reached(graph_starts(analyses, asked.graph_types)) if asked.graph_types else set()
         return lookup.matching(asked.ids, asked.hashes, asked.entities, asked.relation_targets, reached, leave_out)
 
     return Judged(analyses, changed, rules_of_change(analyses, context), off.missed + lookup.read)
 
 
 @dataclass
-class _Change:
+class ChangeRead:
+    """What `read_change` read of a change, and the lookup store of the rest."""
+
     analyses: dict[str, Analysis]  # the documents the change touches, read and analysed
     lookup: BaseLookup  # the base tree's, minus the paths the change touches
     cache: AnalysisCache  # the cache the documents were read around (counts what was read)
 
 
-def _read_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wanted: frozenset[str] | None,
+def read_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wanted: frozenset[str] | None,
                  progress: Callable[[int, int], None] | None, near: Near | None,
-                 converted: list[tuple[str, str, str]] | None) -> _Change:
+                 converted: list[tuple[str, str, str]] | None) -> ChangeRead:
     """Read the documents of `source` whose blob may differ from the base's (and those `wanted`),
     and open the base's lookup store for the rest (built when it is not kept, and then marked
     when git converts none of the base's files: `converted` are those it converts here)."""
@@ -138,10 +140,10 @@ def _read_change(git: Git, base_sha: str, source: Source, facts: FactsStore, wan
     if facts.loaded:  # once merged, they are the rest of the next pull request (never loaded for them alone)
         for item in touched:
             facts.learn(blob_key(kind_of(item.path), item.sha), analyses[item.path].facts)
-    return _Change(analyses, lookup, off)
+    return ChangeRead(analyses, lookup, off)
 
 
-def _graph_starts(analyses: dict[str, Analysis], types: set[str]) -> dict[str, set[str]]:
+def graph_starts(analyses: dict[str, Analysis], types: set[str]) -> dict[str, set[str]]:
     """For each relation type, the entities the change's new edges of that type leave and reach."""
     starts: dict[str, set[str]] = {kind: set() for kind in types}
     for analysis in analyses.values():
@@ -176,4 +178,4 @@ def _touched(git: Git, base_sha: str, source: Source, near: Near | None) -> set[
     return {c.path for c in git.diff("--cached", base_sha, "--", *DOCUMENT_ROOTS)} | source.hashed
 
 
-__all__ = ["Near", "judge_change"]
+__all__ = ["ChangeRead", "Near", "graph_starts", "judge_change", "read_change"]
