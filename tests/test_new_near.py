@@ -120,7 +120,16 @@ def test_a_write_reads_what_differs_from_the_kept_commit_not_the_repository(make
     repo.commit("three")
     after = NearState.of_worktree(git)  # the store of the commit before is kept: what the commit added is read
     assert after.lookup is not None and after.lookup.read == 0 and len(after.added.facts) == 3
-    assert repo.check().returncode == 0
+    assert repo.check().returncode == 0  # a check of everything keeps every analysis in the analysis cache
+
+    kept = repo.path / ".git" / "obsrepo"
+    for store in [kept / "facts.marshal", *kept.glob("lookup-*.sqlite")]:
+        store.unlink()
+    served = NearState.of_worktree(git)  # a store built anew takes the facts the analysis cache holds
+    assert served.lookup is not None and served.lookup.read == 0 and (kept / "facts.marshal").is_file()
+    refused = repo.obsrepo("new", "--source", "agent/t", "--event", "seen 1", "--entity", "company/acme",
+                           "--field", "n=1", "--timestamp", "2026-03-01T10:00:00Z", "--format", "json")
+    assert refused.returncode != 0 and "DUPLICATE_CONTENT" in refused.stdout + refused.stderr
 
 
 def test_a_cycle_closed_through_a_document_not_yet_committed_is_refused(repo: Repo) -> None:

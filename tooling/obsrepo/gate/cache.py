@@ -159,6 +159,20 @@ def entry_key(path: str, sha: str) -> str:
     return f"{kind_of(path)}:{sha}"
 
 
+CACHE_BYTES_PER_DOCUMENT = 30_000  # parsing a document costs about what loading this much of the cache does
+CACHE_DOCUMENTS = 200_000  # a reader of more documents neither reads nor fills the analysis cache (held whole)
+
+
+def cache_for(git: Git, documents: int, per_document: int = CACHE_BYTES_PER_DOCUMENT,
+              most: int = CACHE_DOCUMENTS) -> AnalysisCache | None:
+    """The analysis cache for a reader of `documents` documents when loading it costs less than
+    parsing them and they are not so many that the cache, held whole, would outweigh streaming."""
+    if documents > most:
+        return None
+    cache = AnalysisCache.open(git, max_bytes=documents * per_document)
+    return None if cache.file is None else cache
+
+
 class AnalysisCache:
     def __init__(self, file: Path | None, entries: dict[str, bytes | list] | None, digest: str) -> None:
         self.file = file

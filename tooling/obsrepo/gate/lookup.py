@@ -36,6 +36,7 @@ from typing import Any
 from ..format.rules import kind_of
 from ..gitstore import Entry, Git
 from .analysis import analyzed
+from .cache import cache_for
 from .facts import Compact, FactsStore, blob_key, expand
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES, Listed, entries
 
@@ -226,6 +227,16 @@ def _build(git: Git, base_sha: str, facts: FactsStore, file: Path | None, digest
     tree = _tree(everything)
     unknown = [e for e in listed if facts.get(blob_key(kind_of(e.path), e.sha)) is None]
     learnt: dict[str, Compact] = {}  # the store may keep nothing (no git directory, OBSREPO_NO_CACHE)
+    cache = cache_for(git, len(unknown)) if unknown else None
+    if cache is not None:  # what `check` or `index` analysed before: their facts, without parsing again
+        left = []
+        for e in unknown:
+            hit = cache.get(e.path, e.sha)
+            if hit is None:
+                left.append(e)
+            else:
+                learnt[e.path] = facts.learn(blob_key(kind_of(e.path), e.sha), hit.facts)
+        unknown = left
     for item, analysis, _record in analyzed(entries(git, unknown), [Listed(e.path, e.sha, e.mode) for e in unknown],
                                             progress):
         learnt[item.path] = facts.learn(blob_key(kind_of(item.path), item.sha), analysis.facts)

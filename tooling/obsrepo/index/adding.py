@@ -20,6 +20,7 @@ from typing import Any
 from ..format.analyze import PARALLEL_THRESHOLD
 from ..format.report import Issue
 from ..format.rules import kind_of
+from ..gate.cache import CACHE_BYTES_PER_DOCUMENT, CACHE_DOCUMENTS, cache_for
 from ..gitstore import Git
 from . import history
 from .columns import COMP_COLUMNS, OBS_COLUMNS
@@ -29,8 +30,6 @@ from .load import FLUSH_ROWS, BatchLoader
 from .plan import Addition
 from .rows import PLAIN_LIMIT, insert_rows, observation_batch
 
-CACHE_BYTES_PER_DOCUMENT = 30_000  # parsing a document costs about what loading this much of the cache does
-CACHE_DOCUMENTS = 200_000  # a build adding more documents neither reads nor fills the analysis cache
 CHUNK = 1000  # documents per task of the parallel path
 IN_FLIGHT = 6  # chunks the workers may hold or have sent ahead of the loading
 
@@ -75,12 +74,7 @@ def open_cache(git: Git, additions: int) -> Any:
     cache of 100,000 (about a second), and its few entries never crowd out the ones `check`
     keeps. None (off) for a build of more than CACHE_DOCUMENTS: the cache holds all its entries
     in memory (a million records are gigabytes), which a streamed build must not."""
-    from ..gate.cache import AnalysisCache
-
-    if additions > CACHE_DOCUMENTS:
-        return None
-    cache = AnalysisCache.open(git, max_bytes=additions * CACHE_BYTES_PER_DOCUMENT)
-    return None if cache.file is None else cache
+    return cache_for(git, additions, CACHE_BYTES_PER_DOCUMENT, CACHE_DOCUMENTS)
 
 
 def add(git: Git, con: Any, additions: list[Addition], info: dict[str, history.Commit],
