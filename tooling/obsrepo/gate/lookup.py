@@ -78,26 +78,21 @@ class BaseLookup:
         if found is not None:
             found.gone = gone
             return found
-        _tree, digest, file = _where(git, base_sha, facts)
+        digest, file = _named(facts, git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip())
         db, read, paths, kept = _build(git, base_sha, facts, file, digest, progress)
         return cls(db, gone, read, kept, paths)
 
     @classmethod
     def kept(cls, git: Git, base_sha: str, facts: FactsStore) -> BaseLookup | None:
         """The store of the base tree when one is kept and valid (nothing is built)."""
-        _tree, digest, file = _where(git, base_sha, facts)
+        return cls.kept_tree(git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip(), facts)
+
+    @classmethod
+    def kept_tree(cls, tree: str, facts: FactsStore) -> BaseLookup | None:
+        """The store of the tree whose id is `tree`, when one is kept and valid."""
+        digest, file = _named(facts, tree)
         db = _valid(file, digest) if file is not None else None
         return cls(db, frozenset(), 0, file) if db is not None else None
-
-    @staticmethod
-    def kept_tree(tree: str, facts: FactsStore) -> bool:
-        """Whether a valid store of the tree `tree` is kept (opened to tell, then closed)."""
-        if facts.file is None:
-            return False
-        db = _valid(facts.file.with_name(f"lookup-{tree}.sqlite"), _digest(facts, tree))
-        if db is not None:
-            db.close()
-        return db is not None
 
     def holds(self, doc_id: str) -> bool:
         """Whether a valid document of the tree (but those `gone`) has this id."""
@@ -185,15 +180,11 @@ class BaseLookup:
             yield from self.db.execute(sql.format(",".join("?" * len(part))), part)
 
 
-def _where(git: Git, base_sha: str, facts: FactsStore) -> tuple[str, str, Path | None]:
-    """(tree id, the digest a valid store holds, its file: None when nothing is kept)."""
-    tree = git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip()
-    return tree, _digest(facts, tree), None if facts.file is None else facts.file.with_name(f"lookup-{tree}.sqlite")
-
-
-def _digest(facts: FactsStore, tree: str) -> str:
-    """What a valid store of `tree` holds as its digest: of these rules, this format, this tree."""
-    return f"{facts.digest or 'off'}-{FORMAT}-{tree}"
+def _named(facts: FactsStore, tree: str) -> tuple[str, Path | None]:
+    """(the digest a valid store of the tree `tree` holds: of these rules, this format, this
+    tree; its file: None when nothing is kept)."""
+    digest = f"{facts.digest or 'off'}-{FORMAT}-{tree}"
+    return digest, None if facts.file is None else facts.file.with_name(f"lookup-{tree}.sqlite")
 
 
 def _valid(file: Path, digest: str) -> sqlite3.Connection | None:

@@ -78,8 +78,8 @@ class NearState:
         if not git.has_head():  # nothing committed: every document is new
             return cls(analyze_source(worktree_in_git(git), AnalysisCache(None, {}, "")), None, binding or {}, holds, read)
         facts = FactsStore.open(git)
-        base = _kept_base(git, "HEAD", facts)
-        near = Near.open(git, base, facts, None)
+        base, kept = _kept_base(git, "HEAD", facts)
+        near = Near(git, base, kept, None)
         source, converted = plan_source(git, CheckPlan(root, False, base, None), near)
         changed = read_change(git, base, source, facts, None, None, near, converted)
         facts.save()
@@ -89,13 +89,15 @@ class NearState:
     def at_commit(cls, git: Git, tip: str, binding: dict[str, str] | None = None) -> NearState:
         """The tree of commit `tip` as a change on it or a kept ancestor."""
         facts = FactsStore.open(git)
-        base = _kept_base(git, tip, facts)
+        base, kept = _kept_base(git, tip, facts)
         changes = git.diff(base, tip, "--", *DOCUMENT_ROOTS) if base != tip else []
         gone = {c.path for c in changes if c.status != "A"}
         added = [Entry(c.new_mode, c.new_sha, c.path) for c in changes
                  if c.status != "D" and c.new_mode in REGULAR_MODES and not c.path.endswith("/.gitkeep")]
         analyses = analyze_source(entries(git, added), AnalysisCache(None, {}, ""))
-        lookup = BaseLookup.open(git, base, facts, gone)
+        if kept is not None:
+            kept.gone = gone
+        lookup = kept or BaseLookup.open(git, base, facts, gone)
         facts.save()
 
         def holds(path: str) -> bool:
@@ -248,15 +250,16 @@ class _ByHash:
         return found[0][0]
 
 
-def _kept_base(git: Git, tip: str, facts: FactsStore) -> str:
-    """The nearest first-parent ancestor of `tip` (itself first) whose lookup store is kept,
-    else `tip` (its store is then built)."""
+def _kept_base(git: Git, tip: str, facts: FactsStore) -> tuple[str, BaseLookup | None]:
+    """The nearest first-parent ancestor of `tip` (itself first) whose lookup store is kept, with
+    that store; else `tip` and None (its store is then built)."""
     lines = git.run("log", "--first-parent", f"-n{ANCESTORS}", "--format=%H %T", tip, "--").decode().split()
     commits = list(zip(lines[0::2], lines[1::2]))
     for sha, tree in commits:
-        if BaseLookup.kept_tree(tree, facts):
-            return sha
-    return commits[0][0]
+        kept = BaseLookup.kept_tree(tree, facts)
+        if kept is not None:
+            return sha, kept
+    return commits[0][0], None
 
 
 __all__ = ["NearState"]

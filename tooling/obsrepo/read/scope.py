@@ -243,7 +243,7 @@ class ReadScope:
         only the columns asked for, and the binding applied to what was read; a materialized
         step, so the tenant clause does not turn the read back into a scan."""
         listed = ",".join(str(int(r)) for r in ids)
-        if not self._stored_records or len(ids) > RECORDS_BY_KEY:
+        if not self.records_by_key(ids):
             # a list of ids is cheaper to test as a list than as an IN (a join), within their range
             return (f"(SELECT * FROM visible_records WHERE row_id BETWEEN {min(ids)} AND {max(ids)} "
                     f"AND list_contains([{listed}]::BIGINT[], row_id))")
