@@ -233,12 +233,20 @@ class Repo:
         self.run("git", "clone", "-q", *args, f"file://{self.path}", str(target.path), cwd=self.path.parent)
         return target
 
-    def obsrepo(self, *args: str, input: str | bytes | None = None,
-                cwd: Path | None = None) -> subprocess.CompletedProcess:
-        """`python -m obsrepo ARGS` in the repository; never raises on a non-zero exit.
+    def obsrepo(self, *args: str, input: str | bytes | None = None, cwd: Path | None = None,
+                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """`obsrepo ARGS` in the repository, run in this process (`in_process`); never raises on a
+        non-zero exit. Output is text, or bytes when `input` is bytes; `env` adds to the
+        repository's environment."""
+        return in_process(args, cwd=cwd or self.path, env={**self.env, **(env or {})}, input=input)
 
-        Output is text, or bytes when `input` is bytes."""
-        return self.run(sys.executable, "-m", "obsrepo", *args, input=input, check=False, cwd=cwd)
+    def process(self, *args: str, input: str | bytes | None = None, cwd: Path | None = None,
+                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """`python -m obsrepo ARGS` as a real child process: for the tests whose subject is the
+        process itself (exit codes at its boundary, signals, what it imports, its memory)."""
+        text = not isinstance(input, bytes)
+        return subprocess.run([sys.executable, "-m", "obsrepo", *args], cwd=cwd or self.path,
+                              env={**self.env, **(env or {})}, input=input, capture_output=True, text=text, check=False)
 
     def check(self, *args: str, cwd: Path | None = None) -> CheckResult:
         """`obsrepo check --format json ARGS`, stdout parsed as JSON."""
@@ -248,6 +256,60 @@ class Repo:
         except ValueError:
             data = None
         return CheckResult(proc, data)
+
+
+def in_process(args: tuple[str, ...] | list[str], *, cwd: Path, env: dict[str, str],
+               input: str | bytes | None = None) -> subprocess.CompletedProcess:
+    """`obsrepo ARGS` through the program's own entry (`obsrepo.cli.app.main`) in this process,
+    answering as the child process would: its environment is exactly `env` (nothing of this
+    process's), its working folder `cwd`, stdin `input` (empty when None, never a terminal),
+    stdout and stderr captured as bytes and decoded as the child's pipes are (UTF-8, universal
+    newlines) unless `input` is bytes; the exit code is the one the process would exit with.
+    What the process does after its answer (`settle`) is done too, so the next command sees
+    what a next process would. The environment, folder and streams are put back afterwards."""
+    import io
+
+    from obsrepo.cli.app import main
+    from obsrepo.ops.surface import settle
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    raw_in = input.encode("utf-8") if isinstance(input, str) else (input or b"")
+    out, err = io.BytesIO(), io.BytesIO()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(raw_in), encoding="utf-8", errors="surrogateescape")
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", errors="surrogateescape", write_through=True)
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+    os.environ.clear()
+    os.environ.update(env)
+    code: Any = 0
+    try:
+        os.chdir(cwd)
+        try:
+            main.main(args=list(args), prog_name="obsrepo")
+        except SystemExit as exc:
+            code = exc.code
+        if code is None:
+            code = 0
+        elif not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        settle()
+    finally:
+        stdout, stderr = out.getvalue(), err.getvalue()  # before the wrappers, dropped, close them
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+    if isinstance(input, bytes):
+        return subprocess.CompletedProcess(["obsrepo", *args], code, stdout, stderr)
+    return subprocess.CompletedProcess(["obsrepo", *args], code, _text(stdout), _text(stderr))
+
+
+def _text(data: bytes) -> str:
+    """Bytes of a pipe as `subprocess.run(text=True)` reads them: UTF-8, universal newlines."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 PROPOSALS = "obsrepo/proposals"

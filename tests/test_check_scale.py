@@ -100,6 +100,7 @@ def copy_of(repo: Repo, path: str, new_id: str, body: str = "", **replace: str) 
     return target
 
 
+@pytest.mark.scale
 def test_a_pull_request_check_reads_what_it_changes_and_judges_it_against_the_facts_of_the_rest(
         first_checks, whole_checks) -> None:
     repo, cold = first_checks[COUNT]
@@ -129,6 +130,7 @@ def test_a_pull_request_check_reads_what_it_changes_and_judges_it_against_the_fa
         ("ENTITY_NOT_FOUND", "relation-target", f"{folder}/obs-20260101-000000-dddddddd.md")], found
 
 
+@pytest.mark.scale
 def test_the_memory_of_a_check_grows_by_compact_facts_per_document_not_by_documents(first_checks) -> None:
     """Every document read and judged, its facts kept: what it costs per document beyond a
     fixed base is its compact facts and its line of the listing (1.5-2.5 kB of RSS with the
@@ -140,6 +142,7 @@ def test_the_memory_of_a_check_grows_by_compact_facts_per_document_not_by_docume
     assert per_document < 4000, (per_document, small["peak_kb"], large["peak_kb"])
 
 
+@pytest.mark.scale
 def test_a_check_of_everything_holds_compact_facts_not_documents(whole_checks) -> None:
     """`check` streams the tree: each document's own problems are found as it is read and only
     its compact facts stay (and whole facts of those that name others, a quarter of these
@@ -211,6 +214,7 @@ COUNTS = ("import json, sys\n"
           "print(json.dumps({**counts, 'read': report.read, 'report': report.as_dict()}))\n")
 
 
+@pytest.mark.scale
 def test_a_pull_request_check_on_a_kept_base_asks_git_about_what_it_touches(generated) -> None:
     """With the base's lookup store kept, a one-document pull request neither lists the work tree
     nor asks git the attributes of its other documents: what `check --base` asks and reads is

@@ -29,8 +29,7 @@ def committed(repo: Repo) -> Repo:
 
 
 def obsrepo(repo: Repo, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "obsrepo", *args], cwd=repo.path, env={**repo.env, **env},
-                          capture_output=True, text=True, check=False)
+    return repo.obsrepo(*args, env=env)
 
 
 def info(repo: Repo, *texts: str, **env: str) -> dict[str, Any]:

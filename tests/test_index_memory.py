@@ -67,6 +67,7 @@ def peaks(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[int, int]]:
     return found
 
 
+@pytest.mark.scale
 def test_index_full_memory_grows_by_compact_facts_not_by_documents(peaks: list[tuple[int, int]]) -> None:
     (small, low), (large, high) = peaks
     growth = (high - low) / (large - small)
@@ -80,10 +81,10 @@ def test_a_memory_limit_without_a_unit_is_refused_by_name(make_repo: Any) -> Non
     repo = make_repo()
     repo.add(observation(obs_id(1)))
     repo.commit("one")
-    repo.env["OBSREPO_INDEX_MEMORY"] = "512"
-    proc = repo.obsrepo("index", "--format", "json")
+    repo.env["OBSREPO_INDEX_MEMORY"] = "512"  # read once a process: the process is the subject
+    proc = repo.process("index", "--format", "json")
     assert proc.returncode == 4, proc
     assert json.loads(proc.stdout)["error"]["code"] == "INDEX_ERROR"
     assert json.loads(proc.stdout)["error"]["message"].startswith("OBSREPO_INDEX_MEMORY is '512'"), proc.stdout
     repo.env["OBSREPO_INDEX_MEMORY"] = "96MB"
-    assert repo.obsrepo("index", "--format", "json").returncode == 0
+    assert repo.process("index", "--format", "json").returncode == 0

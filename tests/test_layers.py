@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# run by `pytest -m lint` and as their own steps of .ci/run, not by the everyday test command
+pytestmark = pytest.mark.lint
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -1,11 +1,11 @@
 """`obsrepo new`: valid documents from flags or JSON, the same codes as `check` on refusal."""
 
 import json
-import subprocess
-import sys
+import os
 from datetime import datetime, timezone
 
 import pytest
+from helpers import in_process
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from obsrepo import ops
@@ -15,8 +15,7 @@ from obsrepo.format.document import read_document
 
 
 def run(cwd, *args, input=None):
-    return subprocess.run([sys.executable, "-m", "obsrepo", *args], cwd=cwd, input=input,
-                          capture_output=True, text=True)
+    return in_process(args, cwd=cwd, env=dict(os.environ), input=input)
 
 
 def test_new_from_flags_writes_a_document_that_checks(repo):

@@ -8,7 +8,6 @@ import json
 import math
 import shutil
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,7 @@ TEXTS = {  # id → (event, body)
 
 
 def run(repo: Repo, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "obsrepo", *args], cwd=repo.path, env={**repo.env, **env},
-                          capture_output=True, text=True, check=False)
+    return repo.obsrepo(*args, env=env)
 
 
 def ok(repo: Repo, *args: str, env: dict[str, str]) -> Any:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any
 
 import pytest
@@ -37,7 +36,7 @@ def based(make_repo, monkeypatch: pytest.MonkeyPatch) -> Repo:
 
 
 def run_json(repo: Repo, *args: str) -> tuple[int, Any]:
-    proc = repo.run(sys.executable, "-m", "obsrepo", *args, "--format", "json", check=False)
+    proc = repo.obsrepo(*args, "--format", "json")
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 

@@ -27,8 +27,7 @@ def segments(repo: Repo) -> list[Path]:
 
 
 def run_json(repo: Repo, *args: str, env: dict[str, str]) -> Any:
-    proc = subprocess.run([sys.executable, "-m", "obsrepo", *args, "--format", "json"], cwd=repo.path,
-                          env={**repo.env, **env}, capture_output=True, text=True, check=False)
+    proc = repo.obsrepo(*args, "--format", "json", env=env)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     return json.loads(proc.stdout)
 

@@ -41,9 +41,7 @@ def based(make_repo, monkeypatch: pytest.MonkeyPatch) -> Repo:
 
 
 def cli_json(repo: Repo, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
-    proc = repo.run(sys.executable, "-m", "obsrepo", *args, "--format", "json", check=False) if env is None else \
-        subprocess.run([sys.executable, "-m", "obsrepo", *args, "--format", "json"], cwd=repo.path,
-                       env={**repo.env, **env}, capture_output=True, text=True)
+    proc = repo.obsrepo(*args, "--format", "json", env=env)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
@@ -139,7 +137,7 @@ def test_a_refused_write_changes_nothing(based: Repo, argv: list[str], stdin: st
     Repository(str(based.path)).propose({"source": "agent/x", "event": "first proposal"})
     tip = branch_tip(based)
     before = fingerprint(based)
-    proc = based.run(sys.executable, "-m", "obsrepo", *argv, "--commit", "--format", "json", input=stdin, check=False)
+    proc = based.obsrepo(*argv, "--commit", "--format", "json", input=stdin)
     assert proc.returncode == exit_code, proc
     assert json.loads(proc.stdout)["error"]["code"] == code, proc.stdout
     assert fingerprint(based) == before and branch_tip(based) == tip

@@ -12,7 +12,6 @@ clash within org=a's own documents is refused, in the same words whether org=b e
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import anyio
@@ -47,8 +46,7 @@ def _repository(make_repo: Any, name: str = "repo", *, with_b: bool = True) -> R
 
 
 def _write(repo: Repo, *argv: str, commit: bool = True) -> tuple[int, str, dict[str, Any]]:
-    proc = repo.run(sys.executable, "-m", "obsrepo", *argv, "--tenant", "org=a", *(["--commit"] if commit else []),
-                    "--format", "json", check=False)
+    proc = repo.obsrepo(*argv, "--tenant", "org=a", *(["--commit"] if commit else []), "--format", "json")
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, proc.stdout + proc.stderr, json.loads(proc.stdout)
 

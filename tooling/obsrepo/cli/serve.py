@@ -46,10 +46,10 @@ def serve(given_range: str | None, host: str, port: int, at: str | None, static_
     door = Session(os.getcwd(), index=index_path, binding=Binding.configured(tenant, "tenant"),
                    ceiling=Ceiling.parse(max_classification, "max_classification"))
     if static_dir is not None and given_range is not None:
-        from ..serve import preview
+        from ..serve import static_preview
 
         try:
-            written = preview(door, directory=static_dir, given_range=given_range)
+            written = static_preview(door, directory=static_dir, given_range=given_range)
         except errors.ObsrepoError as exc:
             raise exc.renamed({"static": "--static", "range": "BASE..HEAD", "base": "BASE", "head": "HEAD"}) from None
         click.echo(f"obsrepo serve: wrote {written['pages']} pages into {written['directory']} "

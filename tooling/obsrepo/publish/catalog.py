@@ -21,15 +21,18 @@ TENANT_PROPERTY, CEILING_PROPERTY = "obsrepo.tenant", "obsrepo.max-classificatio
 def open_catalog(name: str) -> Any:
     """The catalog `name`; one that is not configured, or does not open, is an environment
     error (exit 4) naming the field `catalog`."""
-    from pyiceberg.catalog import load_catalog
+    import pyiceberg.catalog
     from pyiceberg.utils.config import Config
 
-    if Config().get_catalog_config(name) is None:
+    # pyiceberg reads its configuration once, at import; a process that publishes more than once
+    # (the library, a test) must see the environment and the folders of this publish
+    pyiceberg.catalog._ENV_CONFIG = config = Config()
+    if config.get_catalog_config(name) is None:
         raise PublishFault(f"catalog '{name}' is not configured: pyiceberg reads catalogs from .pyiceberg.yaml "
                            f"(in PYICEBERG_HOME, the home folder or the working folder) and from PYICEBERG_CATALOG__"
                            f"{name.upper()}__<PROPERTY> variables (type, uri, warehouse…)", parameter="catalog", catalog=name)
     try:
-        return load_catalog(name)
+        return pyiceberg.catalog.load_catalog(name)
     except Exception as exc:  # pyiceberg raises what its catalog's driver raises: a bad URI, no server
         raise PublishFault(f"catalog '{name}' could not be opened: {type(exc).__name__}: {exc}", parameter="catalog",
                            catalog=name) from None

@@ -52,7 +52,7 @@ def serve(session: Session, *, host: str, port: int, at: str | None, environ: Ma
         session.close()
 
 
-def preview(session: Session, *, directory: str, given_range: str) -> dict:
+def static_preview(session: Session, *, directory: str, given_range: str) -> dict:
     """Write the static preview of `given_range` into `directory` (preview.py); no server."""
     import jinja2  # noqa: F401 - the extra's parts the pages need: a missing one is an install hint
     import markdown_it  # noqa: F401
