@@ -55,14 +55,21 @@ def post(url: str, body: bytes, headers: dict[str, str], seconds: float) -> Repl
     try:
         try:
             with opener.open(request, timeout=deadline.left()) as response:
-                return Reply(response.status, None, _read(response))
+                body = _read(response)
+                if deadline.expired:  # the timer shut the socket: what came is not the whole answer
+                    raise TimedOut()
+                return Reply(response.status, None, body)
         except urllib.error.HTTPError as refused:
             try:
                 detail = refused.read(ERROR_DETAIL) if refused.fp is not None else b""
             finally:
                 refused.close()
             return Reply(refused.code, refused.headers.get("Location"), detail)
-    except TooLarge:
+    except (TooLarge, TimedOut):
+        raise
+    except Unreachable:
+        if deadline.expired:
+            raise TimedOut() from None
         raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
         if deadline.expired or _is_timeout(exc):
@@ -82,6 +89,8 @@ def _read(response: Any) -> bytes:
         if total > MAX_BODY:
             raise TooLarge()
         chunks.append(chunk)
+    if declared is not None and declared.strip().isdigit() and total < int(declared):
+        raise Unreachable(f"the connection closed after {total} of the {int(declared)} bytes announced")
     return b"".join(chunks)
 
 
