@@ -191,3 +191,63 @@ class EmbeddingServer:
         except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting ("slow")
             pass
 
+
+
+class ScriptedServer:
+    """A loopback HTTP server that answers every request with `script(handler)`, a function
+    writing whatever it likes to `handler.wfile` (a redirect, a trickle, a hostile body).
+    `requests` records each request it received: path, headers (a dict) and body."""
+
+    def __init__(self, script: Any = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.script = script
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                try:
+                    server.script(self)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up
+                    pass
+                self.close_connection = True
+
+            do_GET = do_POST  # noqa: N815 - a redirected POST may come back as a GET
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http.daemon_threads = True
+        self.origin = f"http://127.0.0.1:{self._http.server_address[1]}"
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    def env(self, embedder: str = "openai:m") -> dict[str, str]:
+        return {"OBSREPO_EMBEDDER": embedder, "OBSREPO_EMBEDDER_URL": self.origin + "/v1"}
+
+
+def answer(handler: BaseHTTPRequestHandler, status: int, body: bytes, **headers: str) -> None:
+    """Send `body` with `status` and `headers` (underscores for dashes) to `handler`'s client."""
+    handler.send_response(status)
+    for name, value in {"Content-Type": "application/json", "Content-Length": str(len(body)), **headers}.items():
+        handler.send_header(name.replace("_", "-"), value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def openai_answer(vectors: list[list[Any]]) -> bytes:
+    """OpenAI's embeddings JSON for `vectors` (numbers written as given: `1e39` stays `1e39`)."""
+    rows = ", ".join(f'{{"object": "embedding", "index": {i}, "embedding": [{", ".join(map(str, v))}]}}'
+                     for i, v in enumerate(vectors))
+    return f'{{"object": "list", "data": [{rows}]}}'.encode()

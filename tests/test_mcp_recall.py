@@ -37,6 +37,9 @@ def test_match_and_a_callers_own_embedding_rank_by_meaning_and_the_kept_open_ind
             wrong = await failure(session, "observation_query", embedding=[0.5] * (DIMENSION + 1))
             assert wrong["code"] == "VALIDATION_ERROR" and wrong["details"]["parameter"] == "embedding", wrong
             assert f"{DIMENSION + 1} numbers" in wrong["message"] and f"have {DIMENSION}" in wrong["message"], wrong
+            beyond = await failure(session, "observation_query", embedding=[1e300] + [0.0] * (DIMENSION - 1))  # inf as float32
+            assert beyond["code"] == "VALIDATION_ERROR" and beyond["details"]["parameter"] == "embedding", beyond
+            assert "not finite as float32" in beyond["message"], beyond
             lexical_own = await failure(session, "observation_query", embedding=toy_vector("bill"), match="lexical")
             assert lexical_own["details"]["parameter"] == "embedding", lexical_own
             hybrid_without_text = await failure(session, "observation_query", embedding=toy_vector("bill"), match="hybrid")

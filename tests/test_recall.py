@@ -56,8 +56,8 @@ def test_every_distinct_text_is_embedded_once_and_a_rebuild_embeds_nothing(texts
     with EmbeddingServer() as server:
         env = server.env("openai:toy")
         built = ok(texts_repo, "index", env=env)
-        # each text once, and once ever the short probe that learns a remote model's size
-        distinct = sorted({embedded(*text) for text in TEXTS.values()} | {"obsrepo"})
+        # each text once, and nothing else: the size came with the first vectors (no probe)
+        distinct = sorted({embedded(*text) for text in TEXTS.values()})
         assert sorted(server.texts) == distinct
         assert built["semantic"]["embedded"] == 3 and built["semantic"]["pending"] == 0
         (texts_repo.path / ".obsrepo" / "index.duckdb").unlink()
@@ -84,10 +84,10 @@ def test_a_provider_that_is_down_never_fails_index_and_the_next_run_fills_the_ga
         filled = ok(texts_repo, "index", env=env)["semantic"]
         assert filled["embedded"] == 3 and filled["pending"] == 0 and filled["error"] is None
         assert ok(texts_repo, "status", env=env)["semantic"]["pending"] == 0
-        assert len(server.texts) == 3 + 1  # the three texts, and the probe that learned the size
+        assert len(server.texts) == 3  # the three texts, nothing sent only to learn the size
         server.mode = "503"  # known size, nothing pending: index answers without asking the server
         assert run(texts_repo, "index", env=env).returncode == 0
-        assert len(server.requests) == 2 + 1
+        assert len(server.requests) == 2
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "foreign"])

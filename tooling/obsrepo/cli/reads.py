@@ -73,15 +73,17 @@ def query(scopes: tuple[str, ...], type_: str | None, source: str | None, after:
 
 @main.command(epilog=examples("obsrepo status", "obsrepo status --format json"))
 @index_option
+@embedder_option
 @click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
               help="text: one fact a line; json: the whole state on stdout.")
 @handled
-def status(index_path: str | None, output_format: str) -> int:
+def status(index_path: str | None, embedder: str | None, output_format: str) -> int:
     """Which commit the index holds, how far behind HEAD, the watcher and its drafts.
 
-    Also when the index, and the watcher, last updated and how long that took.
+    Also when the index, and the watcher, last updated and how long that took, and how many
+    texts have the configured embedder's vectors.
     """
-    state = run(session(index_path), Status()).to_json()
+    state = run(session(index_path, embedder=embedder), Status()).to_json()
     if output_format == "json":
         _emit_json(state)
         return errors.EXIT_OK

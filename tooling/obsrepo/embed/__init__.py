@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from array import array
 from collections.abc import Mapping, Sequence
@@ -71,6 +72,27 @@ def configured(spec: str | None, field: str, environ: Mapping[str, str] | None =
     return embedder_of(spec, field, env)
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def float32_vector(values: Sequence[Any]) -> Vector:
+    """`values` as a float32 vector, or ValueError saying why not (docs/design.md §8b): each a
+    real number (not a boolean) that is finite in float32 (`1e39` is not), and the vector's
+    length (its norm, which the cache keeps in float32) finite there too, so that no cosine
+    computed from it is ever NaN."""
+    if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
+        raise ValueError("holds something that is not a number")
+    try:
+        vector = array("f", [float(value) for value in values])
+    except OverflowError:  # an integer beyond any float
+        raise ValueError("holds a number beyond float32's range (±3.4e38)") from None
+    if not all(math.isfinite(value) for value in vector):
+        raise ValueError("holds a number that is not finite as float32 (beyond ±3.4e38, or NaN or infinity)")
+    if math.hypot(*vector) > FLOAT32_MAX:
+        raise ValueError("has a length (norm) beyond float32's range (±3.4e38)")
+    return vector
+
+
 def fingerprint_of(identity: dict[str, Any]) -> str:
     """A folder-safe name for a kind of vector: the provider, then a hash of what makes its
     vectors what they are."""
@@ -79,4 +101,4 @@ def fingerprint_of(identity: dict[str, Any]) -> str:
 
 
 __all__ = ["DEFAULT_KEY_ENV", "DEFERRED_TEXTS", "EMBEDDER_ENV", "Embedder", "KEY_ENV_ENV", "PROVIDERS", "TIMEOUT_ENV", "URL_ENV", "Vector",
-           "configured", "deferrable", "fingerprint_of"]
+           "configured", "deferrable", "fingerprint_of", "float32_vector"]

@@ -10,9 +10,10 @@ then renamed: a reader sees it whole or not at all, and a process killed on the 
 a temporary file. A segment is named by its bytes, so it never changes once there.
 
 A segment that is truncated, damaged (its checksum), of another fingerprint or of another
-layout is ignored and removed; its texts are then simply missing, and the next index run embeds
-them again. The checksum is read when an index first records a segment (`open(verify=True)`);
-a query only maps what its index recorded, checking the layout and the size.
+layout, or that holds a vector not finite in float32 (docs/design.md §8b), is ignored and
+removed; its texts are then simply missing, and the next index run embeds them again. The
+checksum is read when an index first records a segment (`open(verify=True)`); a query only
+maps what its index recorded, checking the layout, the size and the norms.
 
     MAGIC, header length (u32 LE), header JSON {fingerprint, dimension, count, template} padded
     with spaces to a multiple of 64 bytes, count keys (32 bytes each), count × dimension
@@ -111,6 +112,8 @@ class VectorCache:
         matrix = np.asarray([np.frombuffer(memoryview(v), dtype=np.float32) for v in vectors], dtype="<f4")
         matrix = matrix.reshape(len(keys), self.dimension)
         norms = np.linalg.norm(matrix.astype(np.float64), axis=1).astype("<f4")
+        if not (np.isfinite(matrix).all() and np.isfinite(norms).all()):  # §8b; the embedders refuse them first
+            raise ValueError("a vector that is not finite in float32 is never cached")
         header = json.dumps({"fingerprint": self.fingerprint, "dimension": self.dimension, "count": len(keys),
                              "template": TEMPLATE}, sort_keys=True).encode("utf-8")
         header += b" " * (-(len(MAGIC) + 4 + len(header)) % ALIGN)
@@ -151,6 +154,12 @@ class VectorCache:
         norms_at = matrix_at + count * self.dimension * 4
         matrix = np.frombuffer(data, dtype="<f4", count=count * self.dimension, offset=matrix_at).reshape(count, self.dimension)
         norms = np.frombuffer(data, dtype="<f4", count=count, offset=norms_at)
+        # §8b: a segment holding a vector that is not finite (written before they were refused)
+        # is ignored and recomputed; a row's norm is not finite when the row is not, so a query
+        # checks the norms alone (4 bytes a row), an index recording it every number
+        if not np.isfinite(norms).all() or (verify and not np.isfinite(matrix).all()):
+            path.unlink(missing_ok=True)
+            return None
         return Segment(name, size, memoryview(data)[start:matrix_at], matrix, norms)  # not copied: a query reads none
 
 
@@ -189,18 +198,21 @@ def _fsync_folder(folder: Path) -> None:
 SIZES = "dimensions.json"  # a remote model's vector size, learned once: its fingerprint needs it
 
 
-def cache_for(root: Path, embedder: Embedder) -> VectorCache:
+def cache_for(root: Path, embedder: Embedder) -> VectorCache | None:
     """The cache of `embedder`'s vectors under `root` (the repository's embeddings folder). A
-    remote model's size comes from an earlier run when one learned it, else from the server
-    (EMBEDDER_ERROR when it is down); a local model's files hash is kept there too."""
+    remote model's size comes from an earlier run when one learned it, else from its first
+    vectors: None until then (nothing is sent only to learn it, docs/design.md §8b). A local
+    model's files hash is kept there too."""
     name = f"{embedder.provider}:{getattr(embedder, 'model', '')}"
     assume = getattr(embedder, "assume_dimension", None)
     remember = getattr(embedder, "remember_hashes_in", None)
     if remember is not None:
         remember(root)
     sizes = read_json(root / SIZES)
-    if assume is not None and isinstance(sizes.get(name), int):
+    if assume is not None and isinstance(sizes.get(name), int) and sizes[name] > 0:
         assume(sizes[name])
+    if assume is not None and getattr(embedder, "known_dimension", None) is None:
+        return None
     fingerprint, dimension = embedder.fingerprint, embedder.dimension
     if assume is not None and sizes.get(name) != dimension:
         write_json(root / SIZES, sizes | {name: dimension})

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from . import Embedder
 
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "ollama": "http://localhost:11434"}
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 30.0  # seconds for each whole request (docs/design.md §8b)
 
 
 def embedder_of(spec: str, field: str, environ: Mapping[str, str]) -> Embedder | None:

@@ -18,11 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbedderFault, missing_extra
-from . import Vector, fingerprint_of
+from . import FLOAT32_MAX, Vector, fingerprint_of
 from .cache import read_json, write_json
 
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 PULL_HINT = "obsrepo embed pull minishlab/potion-base-8M"
+PULLED_TO = ".obsrepo/models/<owner>--<name>"  # where `embed pull` puts a model, in the repository
+
+
+def how_to_get_one(hub_id: str = "minishlab/potion-base-8M") -> str:
+    """What a model is and the ways to get one, offline included (docs/recall.md)."""
+    return (f"a model is a folder holding {', '.join(MODEL_FILES)}: fetch one with `obsrepo embed pull {hub_id}` "
+            f"(it writes {PULLED_TO}), or, without a network here, run that command on a connected machine, copy "
+            "the folder it wrote to this machine and set OBSREPO_EMBEDDER=model2vec:<that folder>")
 HASHES = "model-hashes.json"  # in the embeddings folder: each local model's files hash, by folder
 
 
@@ -49,8 +57,9 @@ class Model2Vec:
         absent = [name for name in MODEL_FILES if not os.path.isfile(os.path.join(path, name))]
         if absent:
             where = "is not a folder" if not os.path.isdir(path) else f"lacks {', '.join(absent)}"
-            raise EmbedderFault(f"the model2vec model '{folder}' {where}: fetch one with `{PULL_HINT}` "
-                                f"(or another model2vec model's hub id)", provider="model2vec", model=folder)
+            shown = folder if path == folder else f"{folder}' ('{path}"
+            raise EmbedderFault(f"the model2vec model '{shown}' {where}; {how_to_get_one()}",
+                                provider="model2vec", model=folder, folder=path)
         if importlib.util.find_spec("tokenizers") is None:  # the semantic extra: named now, not at the first text
             missing = ModuleNotFoundError("No module named 'tokenizers'", name="tokenizers")
             raise missing_extra(missing) or missing
@@ -89,7 +98,16 @@ class Model2Vec:
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []
+        import numpy as np
+
+        from .static import ModelFileError
+
         rows = self.load()._table.encode(list(texts)).astype("float32", copy=False)
+        # §8b: a vector that is not finite in float32, or whose norm is not, is refused (never cached)
+        norms = np.linalg.norm(rows.astype(np.float64), axis=1) if len(rows) else np.zeros(0)
+        if not (np.isfinite(rows).all() and (norms <= FLOAT32_MAX).all()):
+            raise _unreadable(self._given, ModelFileError("model.safetensors", "holds numbers beyond float32's range "
+                                                          "(its vectors are not finite)"))
         return [array("f", row.tobytes()) for row in rows]
 
     def load(self) -> Model2Vec:
@@ -111,8 +129,21 @@ class Model2Vec:
 
 
 def _unreadable(folder: str, exc: Exception) -> EmbedderFault:
-    return EmbedderFault(f"the model2vec model '{folder}' could not be read ({type(exc).__name__}: {exc}); "
-                         f"fetch it again with `{PULL_HINT}`", provider="model2vec", model=folder)
+    """EMBEDDER_ERROR naming the file of the model that is not right, what is wrong with it in
+    one line (no library's exception name), and how to get the model again."""
+    from .static import ModelFileError
+
+    if isinstance(exc, ModelFileError):
+        what, file = f"its {exc.file} {exc.why}", exc.file
+    elif isinstance(exc, OSError):
+        what, file = f"{exc.filename or 'a file'} could not be read ({exc.strerror or exc})", exc.filename
+    else:
+        what, file = str(exc) or type(exc).__name__, None
+    what = " ".join(what.split())[:400]
+    return EmbedderFault(f"the model2vec model '{folder}' could not be read: {what}; fetch it again with `{PULL_HINT}` "
+                         f"(or the hub id it came from), or copy its folder ({', '.join(MODEL_FILES)}) whole from a machine where it "
+                         "works", provider="model2vec", model=folder,
+                         **({"file": os.path.basename(file)} if file else {}))
 
 
 def files_hash(folder: str, memo: Path | None = None) -> str:

@@ -4,22 +4,24 @@ The two APIs differ only in the path and the shape of the answer, so one client 
 texts go in batches capped by count and by bytes (a server refuses a body or a batch too big,
 and one huge request is one long wait), each text cut to `MAX_TEXT_BYTES` (servers refuse an
 input longer than their model's context). Every failure is EMBEDDER_ERROR with a message that
-says what the server did; the key is sent as `Authorization: Bearer` and never appears in a
-message, even when a server echoes it back.
+says what the server did; the key is sent as `Authorization: Bearer` to the configured origin
+only (a redirect is refused, never followed: embed/transport.py) and never appears in a
+message, even when a server echoes it back. An answer is taken only whole and of the expected
+shape: within the timeout (the whole request), 64 MiB and 32 levels of JSON, each vector
+finite in float32 (docs/design.md §8b).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import urllib.error
-import urllib.request
-from array import array
+import re
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import EmbedderFault
-from . import Vector, fingerprint_of
+from . import URL_ENV, Vector, fingerprint_of, float32_vector
+from .transport import MAX_BODY, Reply, TimedOut, TooLarge, Unreachable, post
 
 BATCH_TEXTS = 128
 BATCH_BYTES = 256 * 1024
@@ -42,7 +44,9 @@ class Remote:
 
     @property
     def dimension(self) -> int:
-        """The server's vector size: asked once (one short text) when not known beforehand."""
+        """The server's vector size. Indexing, querying and `status` never ask for it before
+        it is known (from a former run, or the first vectors: §8b); only `embed info` without a
+        text, which asks to see the server answer, sends one short text for it."""
         if self._dimension is None:
             self._dimension = len(self._post([PROBE_TEXT])[0])
         return self._dimension
@@ -79,50 +83,60 @@ class Remote:
         headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "obsrepo"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
-        request = urllib.request.Request(self.endpoint, data=body.encode("utf-8"), headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise self._refused(exc) from None
-        except TimeoutError:
+            reply = post(self.endpoint, body.encode("utf-8"), headers, self.timeout)
+        except TimedOut:
             raise self._fault(f"did not answer within {self.timeout:g} s (OBSREPO_EMBEDDER_TIMEOUT)") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, TimeoutError):
-                raise self._fault(f"did not answer within {self.timeout:g} s (OBSREPO_EMBEDDER_TIMEOUT)") from None
-            raise self._fault(f"could not be reached ({reason})") from None
-        return self._vectors(raw, len(texts))
+        except TooLarge:
+            raise self._fault(f"answered more than {MAX_BODY // (1024 * 1024)} MiB") from None
+        except Unreachable as exc:
+            raise self._fault(f"could not be reached ({_scrub(str(exc), self._key)})") from None
+        if 300 <= reply.status < 400:
+            raise self._redirected(reply)
+        if reply.status >= 400:
+            raise self._refused(reply)
+        if not 200 <= reply.status < 300:
+            raise self._fault(f"answered HTTP {reply.status}", status=reply.status)
+        return self._vectors(reply.body, len(texts))
 
     def _vectors(self, raw: bytes, expected: int) -> list[Vector]:
+        if too_deep(raw, MAX_DEPTH):
+            raise self._fault(f"answered JSON nested deeper than {MAX_DEPTH} levels, not the {self.provider} embeddings JSON")
         try:
-            answer = json.loads(raw)
-            rows = _rows(self.provider, answer)
-        except (ValueError, TypeError, KeyError) as exc:
-            why = _scrub(str(exc), self._key)
+            rows = _rows(self.provider, json.loads(raw))
+        except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
+            why = _scrub(_one_line(str(exc)), self._key)
             raise self._fault(f"answered something that is not the {self.provider} embeddings JSON ({why})") from None
         if len(rows) != expected:
             raise self._fault(f"answered {len(rows)} vectors for {expected} texts")
         vectors = []
         for row in rows:
-            if not isinstance(row, list) or not row or not all(_finite(value) for value in row):
-                raise self._fault("answered a vector that is not a non-empty list of finite numbers")
-            vectors.append(array("f", row))
+            if not isinstance(row, list) or not row:
+                raise self._fault("answered a vector that is not a non-empty list of numbers")
+            try:
+                vectors.append(float32_vector(row))
+            except ValueError as exc:  # §8b: refused, never cached
+                raise self._fault(f"answered a vector that {exc}") from None
         return vectors
 
-    def _refused(self, exc: urllib.error.HTTPError) -> EmbedderFault:
-        try:
-            detail = exc.read(300).decode("utf-8", "replace").strip()
-        except OSError:
-            detail = ""
+    def _redirected(self, reply: Reply) -> EmbedderFault:
+        """§8b: a redirect is never followed, so the key goes only to the configured origin."""
+        target = _origin(urllib.parse.urljoin(self.endpoint, reply.location)) if reply.location else None
+        where = f" to {target}" if target else ""
+        return self._fault(f"redirected the request (HTTP {reply.status}){where}; obsrepo follows no redirect, so that the "
+                           f"key goes only to the configured server: set {URL_ENV} to the address that answers",
+                           status=reply.status, location=target)
+
+    def _refused(self, reply: Reply) -> EmbedderFault:
+        detail = _one_line(reply.body.decode("utf-8", "replace"))
         why = {429: "refused for too many requests (rate limit); try again later",
                401: f"refused the key (check the variable {self.key_env})",
                403: f"refused the key (check the variable {self.key_env})",
-               404: f"does not know the model or the path (is '{self.model}' served there?)"}.get(exc.code)
+               404: f"does not know the model or the path (is '{self.model}' served there?)"}.get(reply.status)
         if why is None:
-            why = "failed" if exc.code >= 500 else "refused the request"
+            why = "failed" if reply.status >= 500 else "refused the request"
         tail = f": {_scrub(detail, self._key)}" if detail else ""
-        return self._fault(f"{why} (HTTP {exc.code}){tail}", status=exc.code)
+        return self._fault(f"{why} (HTTP {reply.status}){tail}", status=reply.status)
 
     def _fault(self, what: str, **details: Any) -> EmbedderFault:
         return EmbedderFault(f"the {self.provider} embedding server at {self.endpoint} {what}", provider=self.provider,
@@ -141,8 +155,44 @@ def _rows(provider: str, answer: Any) -> list[Any]:
     return [item["embedding"] for item in sorted(data, key=lambda item: int(item.get("index", 0)))]
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+MAX_DEPTH = 32  # §8b: the embeddings JSON is 4 levels deep; anything far deeper is not it
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_OPENERS = (ord("["), ord("{"))
+
+
+def too_deep(raw: bytes, levels: int) -> bool:
+    """Whether the JSON `raw` nests arrays and objects deeper than `levels` (Python's parser
+    recurses once per level: a deep enough answer would exhaust its stack), counted over the
+    brackets outside strings. The embeddings JSON has a few hundred of them; a hostile answer
+    of 64 MiB of brackets costs about two seconds."""
+    depth = 0
+    for byte in _STRING.sub(b"", raw).translate(None, _NOT_BRACKET):
+        if byte in _OPENERS:
+            depth += 1
+            if depth > levels:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def _origin(url: str) -> str | None:
+    """scheme://host[:port] of `url` (no path, no user information), None when it has no host."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host or parts.scheme not in ("http", "https"):
+        return None
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def _one_line(text: str) -> str:
+    """A server's or a library's words as one line of at most 300 characters."""
+    return " ".join(text.split())[:300]
 
 
 def _scrub(text: str, key: str | None) -> str:

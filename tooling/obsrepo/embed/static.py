@@ -22,7 +22,17 @@ from collections.abc import Sequence
 from typing import Any
 
 DEFAULT_MAX_LENGTH = 512  # the library's, when the config names none
+ROW_TYPES = ("F64", "F32", "F16", "I8")  # what a token table may be (I8: a quantized model's rows)
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1", "U8": "u1"}
+
+
+class ModelFileError(ValueError):
+    """One file of a model's folder is not what a static model needs: `file` names it."""
+
+    def __init__(self, file: str, why: str) -> None:
+        super().__init__(why)
+        self.file = file
+        self.why = why
 
 
 class StaticTable:
@@ -32,24 +42,24 @@ class StaticTable:
     def __init__(self, folder: str) -> None:
         from tokenizers import Tokenizer
 
-        with open(f"{folder}/config.json", encoding="utf-8") as handle:
-            config = json.load(handle)
-        if not isinstance(config, dict):
-            raise ValueError("config.json is not a JSON object")
-        tensors = read_safetensors(f"{folder}/model.safetensors")
-        if "embeddings" not in tensors:
-            raise ValueError("model.safetensors holds no 'embeddings' tensor")
-        self.embedding, self.weights, self.mapping = tensors["embeddings"], tensors.get("weights"), tensors.get("mapping")
-        if self.embedding.ndim != 2:
-            raise ValueError(f"the embeddings are not a matrix (shape {list(self.embedding.shape)})")
-        self.tokenizer = Tokenizer.from_file(f"{folder}/tokenizer.json")
+        config = _config(f"{folder}/config.json")
+        try:
+            tensors = read_safetensors(f"{folder}/model.safetensors")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ModelFileError("model.safetensors", str(exc)) from None
+        try:
+            self.tokenizer = Tokenizer.from_file(f"{folder}/tokenizer.json")
+        except Exception as exc:  # noqa: BLE001 - the tokenizers library's errors are plain Exceptions
+            raise ModelFileError("tokenizer.json", f"is not a tokenizer the tokenizers library reads ({exc})") from None
         self.tokens = self.tokenizer.get_vocab_size()  # the vocabulary's size, without making it (a dict)
-        if self.mapping is None and len(self.embedding) != self.tokens:
-            raise ValueError(f"{self.tokens} tokens but {len(self.embedding)} vectors")
+        self.embedding, self.mapping, self.weights = _tensors(tensors, self.tokens)
         self._median_token_length: int | None = None
         self.unknown = _unknown_token_id(self.tokenizer)
         self.normalize = bool(config.get("normalize", False))
         self.max_length = config.get("max_length", DEFAULT_MAX_LENGTH)
+        if self.max_length is not None and (not isinstance(self.max_length, int) or isinstance(self.max_length, bool)
+                                            or self.max_length < 1):
+            raise ModelFileError("config.json", f"gives max_length {self.max_length!r}, not a positive whole number")
         padding = self.tokenizer.padding
         if padding is not None:  # no padding, its token kept (as the library sets it)
             self.tokenizer.enable_padding(pad_id=padding["pad_id"], pad_token=padding["pad_token"],
@@ -103,6 +113,47 @@ class StaticTable:
         return out
 
 
+def _config(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ModelFileError("config.json", f"is not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ModelFileError("config.json", "is not a JSON object")
+    return config
+
+
+def _tensors(tensors: dict[str, Any], tokens: int) -> tuple[Any, Any, Any]:
+    """(embeddings, mapping, weights) of a static model, each checked against the vocabulary
+    (docs/design.md §8b: a tensor missing, of the wrong dtype or shape is refused here, not met
+    as an index out of bounds by the first text): a matrix of rows (float, or int8 when
+    quantized), a row per token unless a `mapping` (integers, one per token, each a row) says
+    which; `weights` (floats, one per token)."""
+    import numpy as np
+
+    def refused(why: str) -> ModelFileError:
+        return ModelFileError("model.safetensors", why)
+
+    embedding, mapping, weights = tensors.get("embeddings"), tensors.get("mapping"), tensors.get("weights")
+    if embedding is None:
+        raise refused("holds no 'embeddings' tensor")
+    if embedding.ndim != 2 or 0 in embedding.shape:
+        raise refused(f"holds 'embeddings' of shape {list(embedding.shape)}, not a matrix of rows")
+    if embedding.dtype not in [np.dtype(DTYPES[name]) for name in ROW_TYPES]:
+        raise refused(f"holds 'embeddings' of {embedding.dtype}, not {', '.join(ROW_TYPES)}")
+    if mapping is None and len(embedding) != tokens:
+        raise refused(f"holds {len(embedding)} rows of 'embeddings' for a vocabulary of {tokens} tokens")
+    if mapping is not None:
+        if mapping.dtype.kind not in "iu" or mapping.shape != (tokens,):
+            raise refused(f"holds a 'mapping' of {mapping.dtype} {list(mapping.shape)}, not {tokens} integers (one per token)")
+        if tokens and (int(mapping.min()) < 0 or int(mapping.max()) >= len(embedding)):
+            raise refused(f"holds a 'mapping' naming rows beyond the {len(embedding)} of 'embeddings'")
+    if weights is not None and (weights.dtype.kind != "f" or weights.shape != (tokens,)):
+        raise refused(f"holds 'weights' of {weights.dtype} {list(weights.shape)}, not {tokens} numbers (one per token)")
+    return embedding, mapping, weights
+
+
 def read_safetensors(path: str) -> dict[str, Any]:
     """The tensors of a safetensors file, each a read-only array over the mapped file (only the
     rows a text uses are read): an 8-byte little-endian header length, the JSON header {name:
@@ -116,11 +167,16 @@ def read_safetensors(path: str) -> dict[str, Any]:
     for name, tensor in header.items():
         if name == "__metadata__":
             continue
+        if not isinstance(tensor, dict) or not isinstance(tensor.get("shape"), list) \
+                or not isinstance(tensor.get("data_offsets"), list) or len(tensor["data_offsets"]) != 2:
+            raise ValueError(f"describes the tensor '{name}' without a shape and two data offsets")
         dtype = np.dtype(DTYPES[tensor["dtype"]]) if tensor.get("dtype") in DTYPES else None
         shape = [int(n) for n in tensor["shape"]]
         begin, end = (8 + length + int(n) for n in tensor["data_offsets"])
-        if dtype is None or not 8 + length <= begin <= end <= size or end - begin != math.prod(shape) * dtype.itemsize:
-            raise ValueError(f"the tensor '{name}' ({tensor.get('dtype')}, {shape}) does not fit the file")
+        if dtype is None or min(shape, default=0) < 0 or not 8 + length <= begin <= end <= size \
+                or end - begin != math.prod(shape) * dtype.itemsize:
+            raise ValueError(f"holds the tensor '{name}' ({tensor.get('dtype')}, {shape}) cut short or not as its header "
+                             "describes it (a download that did not finish?)")
         found[name] = np.asarray(data[begin:end]).view(dtype).reshape(shape)
     return found
 
@@ -133,7 +189,7 @@ def embedding_dimension(path: str) -> int:
     tensor = header.get("embeddings")
     shape = tensor.get("shape") if isinstance(tensor, dict) else None
     if not isinstance(shape, list) or len(shape) != 2 or not all(isinstance(n, int) and n > 0 for n in shape):
-        raise ValueError("model.safetensors holds no 'embeddings' matrix")
+        raise ModelFileError("model.safetensors", "holds no 'embeddings' matrix")
     return shape[1]
 
 
@@ -144,10 +200,13 @@ def _safetensors_header(path: str) -> tuple[dict[str, Any], int, int]:
         size = os.fstat(handle.fileno()).st_size
         (length,) = struct.unpack("<Q", handle.read(8).ljust(8, b"\0"))
         if 8 + length > size:
-            raise ValueError(f"the safetensors header ({length} bytes) is longer than the file ({size} bytes)")
-        header = json.loads(handle.read(length).decode("utf-8"))
+            raise ModelFileError("model.safetensors", f"is cut short: its header says {length} bytes, the file has {size}")
+        try:
+            header = json.loads(handle.read(length).decode("utf-8"))
+        except (ValueError, RecursionError):
+            raise ModelFileError("model.safetensors", "does not start with a safetensors header (JSON)") from None
     if not isinstance(header, dict):
-        raise ValueError("the safetensors header is not a JSON object")
+        raise ModelFileError("model.safetensors", "does not start with a safetensors header (a JSON object)")
     return header, length, size
 
 

@@ -9,11 +9,14 @@ from ..errors import IndexFault
 from ..gitstore import Git
 from .paths import read_json, status_path
 from .reader import OVERLAY_DB, attach_overlay, open_reader
-from .vectors import semantic_state
+from .vectors import EmbedderSource, configured_state
 from .watch_lock import watcher_pid
 
 
-def index_status(git: Git, path: str) -> dict[str, Any]:
+def index_status(git: Git, path: str, embedder_source: EmbedderSource | None = None) -> dict[str, Any]:
+    """The state; `semantic` is the configured embedder's (docs/design.md §8b): its fingerprint,
+    the distinct texts with and without its vectors, and the index's fingerprint when that is
+    another one (`indexed_fingerprint`)."""
     head = git.resolve("HEAD")  # GIT_ERROR in a repository without commits, like every reader
     indexed: str | None = None
     drafts = 0
@@ -27,7 +30,7 @@ def index_status(git: Git, path: str) -> dict[str, Any]:
     if con is not None:
         try:
             indexed = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
-            semantic = semantic_state(con)
+            semantic = configured_state(git, con, embedder_source)
             if attach_overlay(con, path, indexed):
                 drafts = con.execute(f"SELECT count(*) FROM {OVERLAY_DB}.overlay_obs").fetchone()[0]
         finally:

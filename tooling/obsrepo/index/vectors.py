@@ -49,8 +49,9 @@ def embeddings_root(git: Git) -> Path:
     return Path(git.dirs()[1]) / "obsrepo" / "embeddings"  # the common dir, asked of git once per Git
 
 
-def open_cache(git: Git, embedder: Any) -> VectorCache:
-    """The vector cache of `embedder` (EMBEDDER_ERROR when a remote model's size cannot be learned)."""
+def open_cache(git: Git, embedder: Any) -> VectorCache | None:
+    """The vector cache of `embedder`; None for a remote model that has given no vector here yet
+    (its size, and so its fingerprint, comes with its first vectors)."""
     return cache_for(embeddings_root(git), embedder)
 
 
@@ -75,7 +76,9 @@ def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None,
         return None
     error: str | None = None
     try:
-        cache: VectorCache | None = open_cache(git, embedder)
+        cache = open_cache(git, embedder)
+        if cache is None:
+            cache = _first_vectors(git, con, embedder)
     except EmbedderFault as exc:
         cache, error = None, exc.message
     fingerprint = cache.fingerprint if cache is not None else ""  # "": a remote model never reached yet
@@ -87,6 +90,22 @@ def refresh_vectors(git: Git, con: Any, embedder_source: EmbedderSource | None,
         catalogue(con, cache)
         error, pending = _fill(con, cache, embedder, update)
     return {**(semantic_state(con, pending) or {}), "error": error}
+
+
+def _first_vectors(git: Git, con: Any, embedder: Any) -> VectorCache | None:
+    """A remote model that has given no vector here: the first batch of texts that need one
+    is embedded (its answer gives the size: no text is sent only to learn it, docs/design.md
+    §8b) and written as a segment; None, and nothing sent, when there is no text at all."""
+    found = con.execute(f"SELECT any_value(sha256({TEXT_SQL})) AS sha, any_value({TEXT_SQL}) FROM obs_texts AS t "
+                        "JOIN obs_versions AS o USING (row_id) GROUP BY t.text_key ORDER BY sha LIMIT ?",
+                        [BATCH_TEXTS]).fetchall()
+    if not found:
+        return None
+    vectors = embedder.embed([text for _sha, text in found])
+    cache = open_cache(git, embedder)
+    if cache is not None:
+        cache.add([sha for sha, _text in found], vectors)  # recorded by `catalogue`, as any segment there
+    return cache
 
 
 def catalogue(con: Any, cache: VectorCache) -> None:
@@ -199,6 +218,45 @@ def semantic_state(con: Any, pending: int | None = None) -> dict[str, Any] | Non
     return {"fingerprint": fingerprint or None, "embedded": total - pending, "pending": pending}
 
 
+def configured_state(git: Git, con: Any, embedder_source: EmbedderSource | None) -> dict[str, Any] | None:
+    """`semantic_state` for the configured embedder (the index's own without one): when the
+    index holds another kind of vector, or none, its texts are counted against the cache of
+    the configured one, and `indexed_fingerprint` names what the index holds. Nothing is sent
+    to a provider: a remote model that has given no vector here has no fingerprint yet."""
+    indexed = semantic_state(con)
+    embedder = embedder_source() if embedder_source is not None else None
+    if embedder is None:
+        return indexed
+    try:
+        cache = open_cache(git, embedder)
+    except EmbedderFault as exc:
+        return {**(indexed or {"fingerprint": None, "embedded": 0, "pending": 0}), "error": exc.message}
+    fingerprint = cache.fingerprint if cache is not None else None
+    if indexed is not None and indexed["fingerprint"] == fingerprint:
+        return indexed
+    total = con.execute("SELECT count(DISTINCT text_key) FROM obs_texts").fetchone()[0]
+    embedded = _cached_texts(con, cache) if cache is not None and total else 0
+    return {"fingerprint": fingerprint, "embedded": embedded, "pending": total - embedded,
+            "indexed_fingerprint": indexed["fingerprint"] if indexed is not None else None}
+
+
+def _cached_texts(con: Any, cache: VectorCache) -> int:
+    """How many distinct texts of the index `cache` holds vectors of (each whole segment's keys)."""
+    import numpy as np
+
+    words = [np.frombuffer(segment.keys, dtype=">u8").reshape(segment.count, 4)[:, :2]
+             for segment in (cache.open(name) for name in cache.names()) if segment is not None and segment.count]
+    if not words:
+        return 0
+    keys = np.concatenate(words)
+    con.register("cached_keys", {"high": keys[:, 0].astype(np.uint64), "low": keys[:, 1].astype(np.uint64)})
+    try:
+        return con.execute("SELECT count(DISTINCT text_key) FROM obs_texts SEMI JOIN "
+                           "(SELECT (high::UHUGEINT << 64) | low AS text_key FROM cached_keys) USING (text_key)").fetchone()[0]
+    finally:
+        con.unregister("cached_keys")
+
+
 def behind(git: Git, path: str, embedder_source: EmbedderSource | None) -> bool:
     """Whether an index already at its commit still has texts to embed or record for the
     configured embedder (a provider that was down, another model, a recorded segment gone or
@@ -208,8 +266,10 @@ def behind(git: Git, path: str, embedder_source: EmbedderSource | None) -> bool:
     embedder = embedder_source() if embedder_source is not None else None
     if embedder is None:
         return False
+    unknown = False  # a remote model that has given no vector here yet
     try:
-        cache: VectorCache | None = open_cache(git, embedder)
+        cache = open_cache(git, embedder)
+        unknown = cache is None
     except EmbedderFault:
         cache = None
     fingerprint = cache.fingerprint if cache is not None else ""
@@ -223,7 +283,7 @@ def behind(git: Git, path: str, embedder_source: EmbedderSource | None) -> bool:
     if state is None or state["fingerprint"] != (fingerprint or None):
         return True
     if cache is None:
-        return False
+        return unknown and state["pending"] > 0  # texts wait for the model's first vectors
     return (state["pending"] > 0 and not waiting) or any(_size(cache.folder / name) != size for name, size in recorded)
 
 

@@ -78,5 +78,23 @@ def _download(hub_id: str, folder: str) -> None:
     try:
         snapshot_download(hub_id, local_dir=folder, allow_patterns=[*MODEL_FILES, "README.md", "modules.json"])
     except Exception as exc:  # noqa: BLE001 - the hub's many failures (network, unknown id, auth) are one refusal
-        raise EmbedderFault(f"the model '{hub_id}' could not be downloaded: {type(exc).__name__}: {exc}",
-                            provider="model2vec", model=hub_id) from None
+        raise EmbedderFault(f"the model '{hub_id}' could not be downloaded to {folder}: {_why(exc)}. Without a network "
+                            f"here, run `obsrepo embed pull {hub_id}` on a connected machine and copy the folder it "
+                            f"writes (holding {', '.join(MODEL_FILES)}) to {folder}, then set "
+                            f"OBSREPO_EMBEDDER=model2vec:{folder}", provider="model2vec", model=hub_id, folder=folder) from None
+
+
+def _why(exc: Exception) -> str:
+    """The hub client's failure in a few plain words, on one line (its messages run to
+    several lines of its own terms)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & {"LocalEntryNotFoundError", "OfflineModeIsEnabled", "ConnectionError", "ConnectError", "TimeoutException"}:
+        return "the hub could not be reached (no network, or HF_HUB_OFFLINE is set)"
+    if names & {"RepositoryNotFoundError", "GatedRepoError"}:
+        return "the hub has no such model, or it needs a login"
+    if names & {"RevisionNotFoundError", "EntryNotFoundError"}:
+        return "the hub's copy of it lacks a file a model needs"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}" + (f" ({exc.filename})" if exc.filename else "")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return " ".join(first.split())[:200]

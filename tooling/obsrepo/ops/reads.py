@@ -101,11 +101,15 @@ def meaning(session: Session, request: Query) -> Any:
                          parameter=field)
     from ..read.semantic import Semantic
 
+    if not given:
+        (vector,) = embedder.embed([request.text])  # first: a remote model's size comes with it
     cache = session.vector_cache()
+    if cache is None:  # only with a caller's vector: a remote model that has embedded nothing here
+        raise UsageError(f"embedding: the configured embedder ({embedder.provider}:{getattr(embedder, 'model', '')}) "
+                         "has embedded nothing in this repository yet, so the size of its vectors is not known: run "
+                         "`obsrepo index` first", parameter="embedding")
     if given:
         vector = _given_vector(request.embedding or (), cache.dimension, cache.fingerprint)
-    else:
-        (vector,) = embedder.embed([request.text])
     # a local model embeds the few texts an update left pending (embed.DEFERRED_TEXTS)
     local = embedder if getattr(embedder, "local", False) else None
     return Semantic(match, request.alpha, request.fusion, request.semantic_k, vector, cache, local)
@@ -113,15 +117,15 @@ def meaning(session: Session, request: Query) -> Any:
 
 def _given_vector(values: tuple[float, ...], dimension: int, fingerprint: str) -> Any:
     """A caller's own query vector, as float32: as many finite numbers as the embedder's vectors have."""
-    import math
-    from array import array
+    from ..embed import float32_vector
 
     if len(values) != dimension:
         raise UsageError(f"embedding has {len(values)} numbers; the configured embedder's vectors ({fingerprint}) have "
                          f"{dimension}", parameter="embedding")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
-        raise UsageError("embedding holds only finite numbers", parameter="embedding")
-    return array("f", values)
+    try:
+        return float32_vector(values)  # finite as float32, the vectors' precision (§8b): 1e300 is not
+    except ValueError as exc:
+        raise UsageError(f"embedding {exc}: it holds only numbers finite in float32", parameter="embedding") from None
 
 
 def filters(request: Query) -> Any:
@@ -267,7 +271,7 @@ class IndexState(Answer):
 def status(session: Session, request: Status) -> IndexState:
     from ..index.status import index_status
 
-    return IndexState(index_status(session.git, session.index_file))
+    return IndexState(index_status(session.git, session.index_file, session.embedder))
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ def vectors_line(semantic: dict[str, Any]) -> str:
     line = f"{plural(semantic['embedded'], 'text')} with vectors, {semantic['pending']} pending"
     if semantic.get("fingerprint"):
         line += f" ({semantic['fingerprint']})"
+    if "indexed_fingerprint" in semantic:
+        line += f"; the index holds {semantic['indexed_fingerprint'] or 'no'} vectors: `obsrepo index` brings it to these"
     if semantic.get("error"):
         line += f"; the embedder failed, the next run tries again: {semantic['error']}"
     return line

@@ -254,6 +254,9 @@ class _Vectors:
         import numpy as np
 
         query_norm = float(np.linalg.norm(self.query.astype(np.float64)))  # 0: every cosine is 0
+        # the unit query: each product is at most its row's norm, finite as every cached norm is
+        # (docs/design.md §8b), where a large query's products could overflow float32 (then NaN)
+        unit = (self.query.astype(np.float64) / query_norm).astype(np.float32) if query_norm > 0 else self.query
         mine = self.segment >= 0
         wanted = np.bincount(self.segment[mine], minlength=len(self.segments))
         dots = np.zeros(int(self.starts[-1]), dtype=np.float32)
@@ -261,15 +264,15 @@ class _Vectors:
         whole = wanted * 2 > counts
         for number in np.flatnonzero(whole & self.present).tolist():
             segment, start = self.segments[number], int(self.starts[number])
-            dots[start:start + segment.count] = _products(segment.matrix, self.query)
+            dots[start:start + segment.count] = _products(segment.matrix, unit)
             norms[start:start + segment.count] = segment.norms
         some = mine & ~whole[np.maximum(self.segment, 0)]
         order, runs = _by_segment(self.segment[some], self.place[some])
         for number, start, end in runs:
             places = self.place[some][order[start:end]]
             segment, slots = self.segments[number], places - self.starts[number]
-            dots[places], norms[places] = _products(segment.matrix[slots], self.query), segment.norms[slots]
-        found, scale = dots[self.place[mine]], norms[self.place[mine]] * query_norm
+            dots[places], norms[places] = _products(segment.matrix[slots], unit), segment.norms[slots]
+        found, scale = dots[self.place[mine]], norms[self.place[mine]] * np.float32(query_norm > 0)
         rough = np.zeros(len(self.row_ids), dtype=np.float32)
         rough[mine] = np.divide(found, scale, out=np.zeros_like(found), where=scale > 0)
         return rough
