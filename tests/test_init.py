@@ -169,3 +169,57 @@ def test_the_mcp_client_configuration_of_the_readme_init_writes_starts_the_serve
             return {tool.name for tool in listed.tools}
 
     assert {"observation_query", "check_document", "record_observation"} <= anyio.run(tools)
+
+
+def test_init_refuses_a_bare_repository_and_a_git_folder_and_writes_nothing(make_repo):
+    """§8b "init touches only what it owns": a bare repository (or a repository's .git) has no
+    work tree; init there is exit 4 naming it, and leaves it as it was."""
+    plain = make_repo("plain", init=False)
+    plain.run("git", "init", "-q", "--bare", "shared.git")
+    plain.run("git", "init", "-q", "work")
+    for name, says, git_dir in (("shared.git", "is in the bare repository", "shared.git"),
+                                ("shared.git/refs/new", "is in the bare repository", "shared.git"),
+                                ("work/.git", "is inside", "work/.git")):
+        before = _files(plain.path)
+        proc = plain.obsrepo("init", name, "--format", "json")
+        error = json.loads(proc.stdout)["error"]
+        assert proc.returncode == 4 and error["code"] == "GIT_ERROR", proc.stdout
+        assert error["message"].startswith(f"dir '{name}' {says}") and error["details"]["git_dir"] in error["message"]
+        assert Path(error["details"]["git_dir"]).resolve() == (plain.path / git_dir).resolve()
+        assert _files(plain.path) == before and not (plain.path / "shared.git" / "observations").exists()
+        assert not (plain.path / "shared.git" / "refs" / "new").exists()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "dangling symlink", "folder"])
+def test_init_refuses_a_gitignore_that_is_no_regular_file_and_writes_nothing(repo, kind):
+    """The one file init edits is never replaced: a symlink (git does not read one either) or a
+    folder is exit 4 naming it, before any other file is written."""
+    target = repo.path.parent / "shared-ignores"
+    target.write_text("*.log\n", encoding="utf-8")
+    link = repo.path / ".gitignore"
+    if kind == "folder":
+        link.mkdir()
+    else:
+        link.symlink_to(target if kind == "symlink" else repo.path.parent / "missing")
+    proc = repo.obsrepo("init", "--format", "json")
+    error = json.loads(proc.stdout)["error"]
+    assert proc.returncode == 4 and error["code"] == "WRITE_ERROR", proc.stdout
+    assert error["details"]["path"].endswith(".gitignore") and ".gitignore" in error["message"], error
+    assert error["details"]["reason"] == ("not a regular file" if kind == "folder" else "a symlink")
+    assert link.is_dir() if kind == "folder" else link.is_symlink()
+    assert target.read_text(encoding="utf-8") == "*.log\n"
+    assert sorted(p.name for p in repo.path.iterdir()) == [".git", ".gitignore"]  # nothing else written
+
+
+def test_init_appends_the_missing_line_to_the_users_gitignore_in_place(repo):
+    """Appended in place: the same file (inode, permissions, a hard link to it sees the line)."""
+    ignore = repo.path / ".gitignore"
+    ignore.write_text("node_modules/\n", encoding="utf-8")
+    ignore.chmod(0o640)
+    twin = repo.path.parent / "ignore-twin"
+    twin.hardlink_to(ignore)
+    inode = ignore.stat().st_ino
+    assert _statuses(_init(repo))[".gitignore"] == "extended"
+    assert ignore.stat().st_ino == inode and oct(ignore.stat().st_mode & 0o777) == oct(0o640)
+    assert twin.read_text(encoding="utf-8") == ignore.read_text(encoding="utf-8")
+    assert ignore.read_text(encoding="utf-8").startswith("node_modules/\n") and ".obsrepo/" in ignore.read_text().splitlines()
