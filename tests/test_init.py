@@ -4,6 +4,7 @@ pre-commit hook runs under the real `pre-commit`; idempotent, never replacing a 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -35,6 +36,18 @@ def _files(folder: Path) -> dict[str, bytes]:
             if p.is_file() and ".git" not in p.relative_to(folder).parts[:1]}
 
 
+def _activated(repo) -> dict[str, str]:
+    """The environment of a user who ran init: the `obsrepo` that ran it first on the PATH (this
+    virtual environment's script, or where the package is not installed, the same module)."""
+    scripts = Path(sys.executable).parent
+    if not (scripts / "obsrepo").is_file():
+        scripts = repo.path.parent / "_bin"
+        scripts.mkdir(exist_ok=True)
+        (scripts / "obsrepo").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m obsrepo "$@"\n', encoding="utf-8")
+        (scripts / "obsrepo").chmod(0o755)
+    return {**repo.env, "PATH": f"{scripts}{os.pathsep}{repo.env.get('PATH', '')}"}
+
+
 def test_init_makes_a_repository_that_check_passes_and_pre_commit_runs_the_hook(make_repo):
     repo = make_repo("data", init=False)  # a plain folder: init makes it a git repository
     done = _init(repo)
@@ -43,23 +56,33 @@ def test_init_makes_a_repository_that_check_passes_and_pre_commit_runs_the_hook(
     assert all((repo.path / f).is_dir() and not any((repo.path / f).iterdir()) for f in FOLDERS[:2])  # every file there is a document
     assert repo.check().returncode == 0 and repo.check().issues == []
 
-    # the hook is obsrepo's own, at this release; the real pre-commit installs it from this project
-    config = yaml.safe_load(repo.read(".pre-commit-config.yaml"))
-    (entry,) = config["repos"]
-    assert entry == {"repo": "https://github.com/obsrepo/obsrepo", "rev": f"v{VERSION}", "hooks": [{"id": "obsrepo-check"}]}
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
-    if head.returncode != 0:
-        pytest.skip("the project is not a git checkout: pre-commit cannot install its hook from it")
-    repo.write(".pre-commit-config.yaml", repo.read(".pre-commit-config.yaml")
-               .replace(entry["repo"], str(ROOT)).replace(entry["rev"], head.stdout.strip()))
+    # the configuration as init wrote it, unchanged: the real pre-commit installs the hook and
+    # every commit runs `obsrepo check --staged`, with nothing fetched from the network
+    env = _activated(repo)
+    written = repo.read(".pre-commit-config.yaml")
+    hook = [sys.executable, "-m", "pre_commit"]
+    installed = subprocess.run([*hook, "install"], cwd=repo.path, env=env, capture_output=True, text=True, check=False)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    repo.add(observation("obs-20260213-102500-0001"))
     repo.git("add", "-A")
-    passed = repo.run(sys.executable, "-m", "pre_commit", "run", check=False)
-    assert passed.returncode == 0 and "obsrepo check" in passed.stdout and "Passed" in passed.stdout, passed.stdout
-    bad = observation("obs-20260213-102500-0001", colour="red")
+    first = subprocess.run(["git", "commit", "-q", "-m", "obsrepo init"], cwd=repo.path, env=env, capture_output=True,
+                           text=True, check=False)
+    assert first.returncode == 0 and re.search(r"obsrepo check .*Passed", first.stdout + first.stderr), first
+    assert repo.git("log", "--format=%s").strip() == "obsrepo init"
+
+    bad = observation("obs-20260213-102500-0002", colour="red")
     repo.add(bad)
     repo.git("add", "-A")
-    failed = repo.run(sys.executable, "-m", "pre_commit", "run", check=False)
-    assert failed.returncode == 1 and "Failed" in failed.stdout and bad.path in failed.stdout, failed.stdout
+    refused = subprocess.run(["git", "commit", "-q", "-m", "a bad one"], cwd=repo.path, env=env, capture_output=True,
+                             text=True, check=False)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == 1 and re.search(r"obsrepo check .*Failed", said) and bad.path in said, said
+    assert f"{bad.path}:7:1 VALIDATION_ERROR unknown key 'colour'" in said, said
+    assert repo.git("log", "--format=%s").strip() == "obsrepo init"  # the commit was refused
+    ran = subprocess.run([*hook, "run", "--files", bad.path], cwd=repo.path, env=env, capture_output=True, text=True,
+                         check=False)
+    assert ran.returncode == 1 and bad.path in ran.stdout, ran.stdout
+    assert repo.read(".pre-commit-config.yaml") == written
 
 
 def test_init_makes_a_missing_folder_in_no_repository_a_repository(make_repo):
@@ -87,8 +110,16 @@ def test_the_workflow_and_the_hook_configuration_satisfy_their_schemas(repo):
     from pre_commit import clientlib
 
     config = clientlib.load_config(str(repo.path / ".pre-commit-config.yaml"))
-    published = {h["id"] for h in clientlib.load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
-    assert {h["id"] for r in config["repos"] for h in r["hooks"]} <= published
+    published = {h["id"]: h for h in clientlib.load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
+    # a local hook (no release to install from) that checks exactly what the published one does:
+    # the same entry, files and run conditions, every default pre-commit fills in included
+    (local,) = config["repos"]
+    (hook,) = local["hooks"]
+    assert local["repo"] == "local" and hook["id"] in published
+    # `system`: every pre-commit from 3 on reads it (4.4 and later call it `unsupported`)
+    assert yaml.safe_load(repo.read(".pre-commit-config.yaml"))["repos"][0]["hooks"][0]["language"] == "system"
+    differ = {key for key in hook.keys() | published[hook["id"]].keys() if hook.get(key) != published[hook["id"]].get(key)}
+    assert differ <= {"language", "description"}, differ
 
 
 def test_init_again_changes_nothing_and_keeps_what_the_user_changed(repo):

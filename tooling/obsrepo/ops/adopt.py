@@ -1,14 +1,17 @@
 """`init`: make a folder a data repository, or complete one (docs/design.md §18).
 
 The files come from the package's templates (`templates/init/`), with this release's version
-as the hook's `rev` and the Action's tag, so that the hook and the Action run the obsrepo that
-wrote them. Each file is written whole or not at all (§8a) and only where there is none: a
-file that exists with other content is the user's and is kept, so init run again changes
-nothing. `.gitignore` is the one file init adds to: the line it needs, when missing, appended
-in place (§8b "init touches only what it owns"): a `.gitignore` that is a symlink or no
-regular file is refused before anything is written, never replaced. No file goes into
-`observations/` or `comprehension/`, since every file there is a document. A bare repository
-(or a repository's `.git` folder) has no work tree for observations: refused, nothing written.
+as the Action's tag. The pre-commit hook is a local one running the `obsrepo` of the
+environment that commits (the one that ran init): a hook pre-commit installs itself needs a
+published release to install from, and the first commit must work where init ran.
+
+Init touches only what it owns (§8b). Each file is written whole or not at all (§8a) and only
+where there is none: a file that exists with other content is the user's and is kept, so init
+run again changes nothing. `.gitignore` is the one file init adds to: the line it needs, when
+missing, appended in place; a `.gitignore` that is a symlink or no regular file is refused
+before anything is written, never replaced. No file goes into `observations/` or
+`comprehension/`, since every file there is a document. A bare repository (or a repository's
+`.git` folder) has no work tree for observations: refused, nothing written.
 
 Not in the registry: every registered operation runs on a Session of an existing repository,
 and init may have to make the repository first.
