@@ -254,3 +254,33 @@ def test_init_appends_the_missing_line_to_the_users_gitignore_in_place(repo):
     assert ignore.stat().st_ino == inode and oct(ignore.stat().st_mode & 0o777) == oct(0o640)
     assert twin.read_text(encoding="utf-8") == ignore.read_text(encoding="utf-8")
     assert ignore.read_text(encoding="utf-8").startswith("node_modules/\n") and ".obsrepo/" in ignore.read_text().splitlines()
+
+
+def test_every_shell_example_of_the_readme_init_writes_runs_in_the_repository_it_made(make_repo):
+    """The README stub's commands, block after block, in the repository init made, as its reader
+    runs them (tests/test_readme_examples.py's reading of a page): each exits 0, the commits go
+    through the hook, and the reads find the observation the README records. `pip install`
+    lines are not run: they need the network, and what they install is installed here."""
+    from test_readme_examples import _commands
+
+    repo = make_repo("data", init=False)
+    _init(repo)
+    env = _activated(repo)
+    blocks = re.findall(r"```sh\n(.*?)```", repo.read("README.md"), flags=re.S)
+    commands = [command for block in blocks for _, command in _commands(list(enumerate(block.splitlines(), 1)))]
+    assert [c.split("#")[0].strip() for c in commands if c.startswith("obsrepo ")] == [
+        "obsrepo new --source human/alice --event \"Acme signed the contract\" --entity company/acme --field status=customer",
+        "obsrepo check", "obsrepo snapshot company/acme", "obsrepo query --entity company/acme"]
+    said: dict[str, str] = {}
+    for command in commands:
+        if command.startswith("pip "):
+            continue
+        proc = subprocess.run(["bash", "-c", command], cwd=repo.path, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{command}\n{proc.stdout}\n{proc.stderr}"
+        said[command.split("#")[0].split(" --")[0].strip()] = proc.stdout + proc.stderr
+    assert re.search(r"obsrepo check .*Passed", said["git add observations && git commit -m \"observations: Acme signed\""])
+    (recorded,) = (repo.path / "observations").rglob("*.md")
+    assert repo.git("ls-files", "observations").strip() == recorded.relative_to(repo.path).as_posix()  # committed
+    snapshot = json.loads(said["obsrepo snapshot company/acme"])
+    assert snapshot["snapshot"] == {"status": "customer"} and snapshot["provenance"] == {"status": recorded.stem}
+    assert said["obsrepo query"].rstrip().endswith("] Acme signed the contract"), said["obsrepo query"]
