@@ -61,7 +61,8 @@ NOT_REACHABLE_HERE = frozenset({
 KNOWN_BUGS: dict[str, str] = {}
 
 # The invalid cases whose output is also checked through the real command line.
-CLI_CASES = ("yaml-duplicate-key", "id-filename-mismatch", "encoding-bom", "relation-type-lowercase")
+CLI_CASES = ("yaml-duplicate-key", "id-filename-mismatch", "encoding-bom", "relation-type-lowercase",
+             "id-filename-mismatch-with-schema-problems")
 # A path given to `check` that does not exist (checked in an empty folder).
 MISSING_PATH = "observations/2026/02/13/obs-20260213-000000-0404.md"
 MISSING_PATH_ISSUES = [(MISSING_PATH, 1, 1, "VALIDATION_ERROR", "file-missing")]

@@ -4,6 +4,7 @@ pre-commit hook runs under the real `pre-commit`; idempotent, never replacing a 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -35,6 +36,18 @@ def _files(folder: Path) -> dict[str, bytes]:
             if p.is_file() and ".git" not in p.relative_to(folder).parts[:1]}
 
 
+def _activated(repo) -> dict[str, str]:
+    """The environment of a user who ran init: the `obsrepo` that ran it first on the PATH (this
+    virtual environment's script, or where the package is not installed, the same module)."""
+    scripts = Path(sys.executable).parent
+    if not (scripts / "obsrepo").is_file():
+        scripts = repo.path.parent / "_bin"
+        scripts.mkdir(exist_ok=True)
+        (scripts / "obsrepo").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m obsrepo "$@"\n', encoding="utf-8")
+        (scripts / "obsrepo").chmod(0o755)
+    return {**repo.env, "PATH": f"{scripts}{os.pathsep}{repo.env.get('PATH', '')}"}
+
+
 def test_init_makes_a_repository_that_check_passes_and_pre_commit_runs_the_hook(make_repo):
     repo = make_repo("data", init=False)  # a plain folder: init makes it a git repository
     done = _init(repo)
@@ -43,23 +56,33 @@ def test_init_makes_a_repository_that_check_passes_and_pre_commit_runs_the_hook(
     assert all((repo.path / f).is_dir() and not any((repo.path / f).iterdir()) for f in FOLDERS[:2])  # every file there is a document
     assert repo.check().returncode == 0 and repo.check().issues == []
 
-    # the hook is obsrepo's own, at this release; the real pre-commit installs it from this project
-    config = yaml.safe_load(repo.read(".pre-commit-config.yaml"))
-    (entry,) = config["repos"]
-    assert entry == {"repo": "https://github.com/obsrepo/obsrepo", "rev": f"v{VERSION}", "hooks": [{"id": "obsrepo-check"}]}
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
-    if head.returncode != 0:
-        pytest.skip("the project is not a git checkout: pre-commit cannot install its hook from it")
-    repo.write(".pre-commit-config.yaml", repo.read(".pre-commit-config.yaml")
-               .replace(entry["repo"], str(ROOT)).replace(entry["rev"], head.stdout.strip()))
+    # the configuration as init wrote it, unchanged: the real pre-commit installs the hook and
+    # every commit runs `obsrepo check --staged`, with nothing fetched from the network
+    env = _activated(repo)
+    written = repo.read(".pre-commit-config.yaml")
+    hook = [sys.executable, "-m", "pre_commit"]
+    installed = subprocess.run([*hook, "install"], cwd=repo.path, env=env, capture_output=True, text=True, check=False)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    repo.add(observation("obs-20260213-102500-0001"))
     repo.git("add", "-A")
-    passed = repo.run(sys.executable, "-m", "pre_commit", "run", check=False)
-    assert passed.returncode == 0 and "obsrepo check" in passed.stdout and "Passed" in passed.stdout, passed.stdout
-    bad = observation("obs-20260213-102500-0001", colour="red")
+    first = subprocess.run(["git", "commit", "-q", "-m", "obsrepo init"], cwd=repo.path, env=env, capture_output=True,
+                           text=True, check=False)
+    assert first.returncode == 0 and re.search(r"obsrepo check .*Passed", first.stdout + first.stderr), first
+    assert repo.git("log", "--format=%s").strip() == "obsrepo init"
+
+    bad = observation("obs-20260213-102500-0002", colour="red")
     repo.add(bad)
     repo.git("add", "-A")
-    failed = repo.run(sys.executable, "-m", "pre_commit", "run", check=False)
-    assert failed.returncode == 1 and "Failed" in failed.stdout and bad.path in failed.stdout, failed.stdout
+    refused = subprocess.run(["git", "commit", "-q", "-m", "a bad one"], cwd=repo.path, env=env, capture_output=True,
+                             text=True, check=False)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == 1 and re.search(r"obsrepo check .*Failed", said) and bad.path in said, said
+    assert f"{bad.path}:7:1 VALIDATION_ERROR unknown key 'colour'" in said, said
+    assert repo.git("log", "--format=%s").strip() == "obsrepo init"  # the commit was refused
+    ran = subprocess.run([*hook, "run", "--files", bad.path], cwd=repo.path, env=env, capture_output=True, text=True,
+                         check=False)
+    assert ran.returncode == 1 and bad.path in ran.stdout, ran.stdout
+    assert repo.read(".pre-commit-config.yaml") == written
 
 
 def test_init_makes_a_missing_folder_in_no_repository_a_repository(make_repo):
@@ -87,8 +110,16 @@ def test_the_workflow_and_the_hook_configuration_satisfy_their_schemas(repo):
     from pre_commit import clientlib
 
     config = clientlib.load_config(str(repo.path / ".pre-commit-config.yaml"))
-    published = {h["id"] for h in clientlib.load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
-    assert {h["id"] for r in config["repos"] for h in r["hooks"]} <= published
+    published = {h["id"]: h for h in clientlib.load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
+    # a local hook (no release to install from) that checks exactly what the published one does:
+    # the same entry, files and run conditions, every default pre-commit fills in included
+    (local,) = config["repos"]
+    (hook,) = local["hooks"]
+    assert local["repo"] == "local" and hook["id"] in published
+    # `system`: every pre-commit from 3 on reads it (4.4 and later call it `unsupported`)
+    assert yaml.safe_load(repo.read(".pre-commit-config.yaml"))["repos"][0]["hooks"][0]["language"] == "system"
+    differ = {key for key in hook.keys() | published[hook["id"]].keys() if hook.get(key) != published[hook["id"]].get(key)}
+    assert differ <= {"language", "description"}, differ
 
 
 def test_init_again_changes_nothing_and_keeps_what_the_user_changed(repo):
@@ -169,3 +200,87 @@ def test_the_mcp_client_configuration_of_the_readme_init_writes_starts_the_serve
             return {tool.name for tool in listed.tools}
 
     assert {"observation_query", "check_document", "record_observation"} <= anyio.run(tools)
+
+
+def test_init_refuses_a_bare_repository_and_a_git_folder_and_writes_nothing(make_repo):
+    """§8b "init touches only what it owns": a bare repository (or a repository's .git) has no
+    work tree; init there is exit 4 naming it, and leaves it as it was."""
+    plain = make_repo("plain", init=False)
+    plain.run("git", "init", "-q", "--bare", "shared.git")
+    plain.run("git", "init", "-q", "work")
+    for name, says, git_dir in (("shared.git", "is in the bare repository", "shared.git"),
+                                ("shared.git/refs/new", "is in the bare repository", "shared.git"),
+                                ("work/.git", "is inside", "work/.git")):
+        before = _files(plain.path)
+        proc = plain.obsrepo("init", name, "--format", "json")
+        error = json.loads(proc.stdout)["error"]
+        assert proc.returncode == 4 and error["code"] == "GIT_ERROR", proc.stdout
+        assert error["message"].startswith(f"dir '{name}' {says}") and error["details"]["git_dir"] in error["message"]
+        assert Path(error["details"]["git_dir"]).resolve() == (plain.path / git_dir).resolve()
+        assert _files(plain.path) == before and not (plain.path / "shared.git" / "observations").exists()
+        assert not (plain.path / "shared.git" / "refs" / "new").exists()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "dangling symlink", "folder"])
+def test_init_refuses_a_gitignore_that_is_no_regular_file_and_writes_nothing(repo, kind):
+    """The one file init edits is never replaced: a symlink (git does not read one either) or a
+    folder is exit 4 naming it, before any other file is written."""
+    target = repo.path.parent / "shared-ignores"
+    target.write_text("*.log\n", encoding="utf-8")
+    link = repo.path / ".gitignore"
+    if kind == "folder":
+        link.mkdir()
+    else:
+        link.symlink_to(target if kind == "symlink" else repo.path.parent / "missing")
+    proc = repo.obsrepo("init", "--format", "json")
+    error = json.loads(proc.stdout)["error"]
+    assert proc.returncode == 4 and error["code"] == "WRITE_ERROR", proc.stdout
+    assert error["details"]["path"].endswith(".gitignore") and ".gitignore" in error["message"], error
+    assert error["details"]["reason"] == ("not a regular file" if kind == "folder" else "a symlink")
+    assert link.is_dir() if kind == "folder" else link.is_symlink()
+    assert target.read_text(encoding="utf-8") == "*.log\n"
+    assert sorted(p.name for p in repo.path.iterdir()) == [".git", ".gitignore"]  # nothing else written
+
+
+def test_init_appends_the_missing_line_to_the_users_gitignore_in_place(repo):
+    """Appended in place: the same file (inode, permissions, a hard link to it sees the line)."""
+    ignore = repo.path / ".gitignore"
+    ignore.write_text("node_modules/\n", encoding="utf-8")
+    ignore.chmod(0o640)
+    twin = repo.path.parent / "ignore-twin"
+    twin.hardlink_to(ignore)
+    inode = ignore.stat().st_ino
+    assert _statuses(_init(repo))[".gitignore"] == "extended"
+    assert ignore.stat().st_ino == inode and oct(ignore.stat().st_mode & 0o777) == oct(0o640)
+    assert twin.read_text(encoding="utf-8") == ignore.read_text(encoding="utf-8")
+    assert ignore.read_text(encoding="utf-8").startswith("node_modules/\n") and ".obsrepo/" in ignore.read_text().splitlines()
+
+
+def test_every_shell_example_of_the_readme_init_writes_runs_in_the_repository_it_made(make_repo):
+    """The README stub's commands, block after block, in the repository init made, as its reader
+    runs them (tests/test_readme_examples.py's reading of a page): each exits 0, the commits go
+    through the hook, and the reads find the observation the README records. `pip install`
+    lines are not run: they need the network, and what they install is installed here."""
+    from test_readme_examples import _commands
+
+    repo = make_repo("data", init=False)
+    _init(repo)
+    env = _activated(repo)
+    blocks = re.findall(r"```sh\n(.*?)```", repo.read("README.md"), flags=re.S)
+    commands = [command for block in blocks for _, command in _commands(list(enumerate(block.splitlines(), 1)))]
+    assert [c.split("#")[0].strip() for c in commands if c.startswith("obsrepo ")] == [
+        "obsrepo new --source human/alice --event \"Acme signed the contract\" --entity company/acme --field status=customer",
+        "obsrepo check", "obsrepo snapshot company/acme", "obsrepo query --entity company/acme"]
+    said: dict[str, str] = {}
+    for command in commands:
+        if command.startswith("pip "):
+            continue
+        proc = subprocess.run(["bash", "-c", command], cwd=repo.path, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{command}\n{proc.stdout}\n{proc.stderr}"
+        said[command.split("#")[0].split(" --")[0].strip()] = proc.stdout + proc.stderr
+    assert re.search(r"obsrepo check .*Passed", said["git add observations && git commit -m \"observations: Acme signed\""])
+    (recorded,) = (repo.path / "observations").rglob("*.md")
+    assert repo.git("ls-files", "observations").strip() == recorded.relative_to(repo.path).as_posix()  # committed
+    snapshot = json.loads(said["obsrepo snapshot company/acme"])
+    assert snapshot["snapshot"] == {"status": "customer"} and snapshot["provenance"] == {"status": recorded.stem}
+    assert said["obsrepo query"].rstrip().endswith("] Acme signed the contract"), said["obsrepo query"]

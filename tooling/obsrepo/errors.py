@@ -44,6 +44,26 @@ INTERNAL_ERROR = "INTERNAL_ERROR"
 
 _MENTIONED = re.compile(r"`([a-z_]+)`")  # a request field a message mentions
 
+_LINE_BREAKS = re.compile(r"\s*(?:(?:\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])\s*)+")
+
+
+def one_line(message: str) -> str:
+    """A message on one line, whatever the library whose message it wraps wrote (git's hints, a
+    validator's list, a catalog's stack of causes), so an error prints as one line and never as
+    a literal `\\n`: lines are joined by `; `, but a line that goes on with a small letter (a
+    paragraph wrapped at a width) or follows a `:` by a space, and a blank line always by `; `."""
+    if not _LINE_BREAKS.search(message):
+        return message
+    parts = _LINE_BREAKS.split(message.strip())
+    breaks = _LINE_BREAKS.findall(message.strip())
+    joined = parts[0]
+    for gap, part in zip(breaks, parts[1:]):
+        paragraph = len(re.findall(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]", gap)) > 1
+        goes_on = joined.endswith((":", ",")) or (part[:1].islower() and not paragraph)
+        joined += (" " if goes_on else "; ") + part
+    return joined
+
+
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
@@ -59,6 +79,7 @@ class ObsrepoError(Exception):
     exit_code = EXIT_INTERNAL
 
     def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        message = one_line(message)
         super().__init__(message)
         self.message = message
         if code is not None:

@@ -40,6 +40,29 @@ def write_replacing(path: str, data: bytes) -> None:
             os.chmod(temporary, stat.S_IMODE(os.stat(path).st_mode))
 
 
+def append_to(path: str, data: bytes) -> None:
+    """Append `data` to the existing regular file `path`, in place: the file keeps its inode,
+    owner, permissions and links, and its old bytes are never rewritten. A symlink, or anything
+    but a regular file, is a `WriteFault` (never followed, never replaced)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WriteFault(f"cannot write {path}: it is a symlink", path=path, reason="a symlink") from None
+        raise _fault(path, exc) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise WriteFault(f"cannot write {path}: it is not a regular file", path=path, reason="not a regular file")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError as exc:
+        raise _fault(path, exc) from None
+    finally:
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def staged(path: str, *, folder: bool = False) -> Iterator[str]:
     """A temporary file (`folder`: an empty temporary folder) beside `path` for the caller to

@@ -43,6 +43,9 @@ class Analysis:
     issues: list[Issue] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # None when the document is invalid
     record: dict[str, Any] | None = None  # every value, for the index (not cached)
+    # an invalid document's id, where it is well formed: [id, line, col] (the file name is
+    # judged against it, so every problem of a file is reported at once)
+    written_id: list[Any] | None = None
 
     def record_to_cache(self) -> dict[str, Any] | None:
         """The record as plain data (marshal): its datetimes (`_MOMENTS`) become 1-tuples of UTC
@@ -77,12 +80,13 @@ class Analysis:
         return True
 
     def to_cache(self) -> list:
-        return [self.kind, [[i.line, i.col, i.code, i.rule, i.message, i.severity] for i in self.issues], self.facts]
+        row = [self.kind, [[i.line, i.col, i.code, i.rule, i.message, i.severity] for i in self.issues], self.facts]
+        return row if self.written_id is None else [*row, self.written_id]
 
     @classmethod
     def from_cache(cls, path: str, row: list) -> Analysis:
-        kind, issues, facts = row
-        return cls(kind, [Issue(path, *i) for i in issues], facts)
+        kind, issues, facts, *written = row
+        return cls(kind, [Issue(path, *i) for i in issues], facts, written_id=written[0] if written else None)
 
 
 def kind_of(path: str) -> str:
@@ -120,6 +124,14 @@ def placed(path: str, record: dict[str, Any]) -> bool:
 _FOLDER = {"observation": OBSERVATIONS_DIR, "comprehension": COMPREHENSION_DIR}
 
 
+def _named_after(path: str, name: str, doc_id: str, at: tuple[int, int]) -> list[Issue]:
+    """The file name must be the id's (`<id>.md`)."""
+    if name[:-3] == doc_id:
+        return []
+    return [Issue(path, at[0], at[1], errors.VALIDATION_ERROR, "id-filename-mismatch",
+                  f"id '{doc_id}' does not match the file name '{name}' (expected {doc_id}.md)")]
+
+
 def place(path: str, analysis: Analysis) -> list[Issue]:
     """Rules that depend on where the file is: folder, extension, file name = id."""
     issues: list[Issue] = []
@@ -130,7 +142,10 @@ def place(path: str, analysis: Analysis) -> list[Issue]:
         issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "file-extension", "documents are Markdown files named <id>.md"))
         return issues
     facts = analysis.facts
-    if facts is None:
+    if facts is None:  # invalid: the file name is still judged against a well-formed id
+        if analysis.written_id is not None:
+            written, line, col = analysis.written_id
+            issues.extend(_named_after(path, name, written, (line, col)))
         return issues
     if facts["kind"] != analysis.kind:
         line, col = facts["loc"].get("spec", (1, 1))
@@ -138,12 +153,7 @@ def place(path: str, analysis: Analysis) -> list[Issue]:
             Issue(path, line, col, errors.VALIDATION_ERROR, "wrong-folder",
                   f"{facts['kind']} documents belong under {_FOLDER[facts['kind']]}, not {_FOLDER[analysis.kind]}")
         )
-    if name[:-3] != facts["id"]:
-        line, col = facts["loc"].get("id", (1, 1))
-        issues.append(
-            Issue(path, line, col, errors.VALIDATION_ERROR, "id-filename-mismatch",
-                  f"id '{facts['id']}' does not match the file name '{name}' (expected {facts['id']}.md)")
-        )
+    issues.extend(_named_after(path, name, facts["id"], facts["loc"].get("id", (1, 1))))
     if analysis.kind == "comprehension" and posixpath.dirname(path) != "comprehension":
         issues.append(Issue(path, 1, 1, errors.VALIDATION_ERROR, "layout", "comprehension documents live directly in comprehension/"))
     return issues

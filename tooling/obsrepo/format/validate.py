@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -80,8 +81,10 @@ def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool
         model = model_cls.model_validate(core)
     except ValidationError as exc:
         result.issues.extend(_schema_issues(doc, exc, model_cls))
+        result.written_id = _written_id(doc, core.get("id"), model_cls)
         return result
     if result.issues:
+        result.written_id = _written_id(doc, core.get("id"), model_cls)
         return result
     if isinstance(model, Observation):
         _observation(result, doc, core, model.timestamp, extensions, with_record)
@@ -90,6 +93,16 @@ def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool
         if with_record:
             result.record = comprehension_record(model, doc.body, extensions)
     return result
+
+
+def _written_id(doc: Document, value: Any, model_cls: type[Observation] | type[Comprehension]) -> list[Any] | None:
+    """[id, line, col] of an invalid document whose id is itself well formed, else None (an id
+    that is missing or malformed is its own problem: no file name can be judged against it)."""
+    pattern = OBSERVATION_ID if model_cls is Observation else COMPREHENSION_ID
+    if not isinstance(value, str) or len(value) > 96 or not re.match(pattern, value) or "\n" in value:
+        return None
+    mark = doc.locs.get(("id",))
+    return [value, *((mark[0] + 2, mark[1] + 1) if mark is not None else (1, 1))]
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # once: json.dumps builds one per call

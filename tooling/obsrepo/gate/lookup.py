@@ -19,6 +19,11 @@ the rules; it is built by the first check against that base (from the facts stor
 only the blobs it does not know) and written atomically (a temporary file, then a rename). A
 file that is missing, damaged or of other rules is ignored and built again. The caller leaves
 out the paths its change touches: a deleted, renamed or edited document's keys no longer count.
+
+A kept-open writer (the MCP server) holds its store open across writes. A store found damaged
+under it (a query fails, or the file changed on disk and no longer validates) is built again
+from git and the answer asked again, once: the writer heals rather than failing every call
+until it is restarted (docs/design.md §8b "A kept-open writer heals").
 """
 
 from __future__ import annotations
@@ -64,50 +69,93 @@ class BaseLookup:
     """The lookup store of one base tree, minus the paths `gone` (those the change touches)."""
 
     def __init__(self, db: sqlite3.Connection, gone: AbstractSet[str], read: int, file: Path | None = None,
-                 paths: list[str] | None = None) -> None:
+                 paths: list[str] | None = None, rebuild: Callable[[], tuple[sqlite3.Connection, Path | None]] | None = None,
+                 digest: str = "") -> None:
         self.db = db
         self.gone = gone
         self.read = read  # documents read from git to build it (0 when it was there)
         self.file = file  # where it is kept (None: in memory)
         self.paths = paths  # the tree's regular files, when this run built it
+        self._rebuild = rebuild  # the store built again from git (None: it cannot be)
+        self._digest = digest
+        self._seen = _signature(file)  # the file as it was when opened: changed on disk, validated again
+        self.rebuilt = 0  # times a damaged store was built again under this object
 
     @classmethod
     def open(cls, git: Git, base_sha: str, facts: FactsStore, gone: AbstractSet[str],
              progress: Callable[[int, int], None] | None = None) -> BaseLookup:
-        found = cls.kept(git, base_sha, facts)
+        tree = git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip()
+        found = cls.kept_tree(tree, facts, git)
         if found is not None:
             found.gone = gone
             return found
-        digest, file = _named(facts, git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip())
+        digest, file = _named(facts, tree)
         db, read, paths, kept = _build(git, base_sha, facts, file, digest, progress)
-        return cls(db, gone, read, kept, paths)
+        return cls(db, gone, read, kept, paths, _rebuilder(git, tree), digest)
 
     @classmethod
     def kept(cls, git: Git, base_sha: str, facts: FactsStore) -> BaseLookup | None:
         """The store of the base tree when one is kept and valid (nothing is built)."""
-        return cls.kept_tree(git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip(), facts)
+        return cls.kept_tree(git.run("rev-parse", f"{base_sha}^{{tree}}").decode().strip(), facts, git)
 
     @classmethod
-    def kept_tree(cls, tree: str, facts: FactsStore) -> BaseLookup | None:
-        """The store of the tree whose id is `tree`, when one is kept and valid."""
+    def kept_tree(cls, tree: str, facts: FactsStore, git: Git | None = None) -> BaseLookup | None:
+        """The store of the tree whose id is `tree`, when one is kept and valid (with `git`, one
+        that builds itself again when found damaged later)."""
         digest, file = _named(facts, tree)
         db = _valid(file, digest) if file is not None else None
-        return cls(db, frozenset(), 0, file) if db is not None else None
+        if db is None:
+            return None
+        return cls(db, frozenset(), 0, file, rebuild=_rebuilder(git, tree) if git is not None else None, digest=digest)
+
+    def _ask(self, question: Callable[[], Any]) -> Any:
+        """`question`'s answer from the store; a store damaged on disk is built again (or the
+        one another process put in its place opened) and asked again, once."""
+        if self.file is not None and self._rebuild is not None and _signature(self.file) not in (self._seen, None):
+            self._reopen()  # changed on disk since opened: the new file if valid, else built again
+        try:
+            return question()
+        except _DAMAGED:
+            if self._rebuild is None:
+                raise
+        self._heal()
+        return question()
+
+    def _reopen(self) -> None:
+        assert self.file is not None
+        db = _valid(self.file, self._digest)
+        if db is None:
+            self._heal()
+            return
+        self.db.close()
+        self.db, self._seen = db, _signature(self.file)
+
+    def _heal(self) -> None:
+        assert self._rebuild is not None
+        self.db.close()
+        self.db, self.file = self._rebuild()
+        self._seen = _signature(self.file)
+        self.rebuilt += 1
 
     def holds(self, doc_id: str) -> bool:
         """Whether a valid document of the tree (but those `gone`) has this id."""
-        return any(path not in self.gone for (path,) in self.db.execute("SELECT path FROM docs WHERE id = ?", (doc_id,)))
+        return self._ask(lambda: any(path not in self.gone for (path,) in
+                                     self.db.execute("SELECT path FROM docs WHERE id = ?", (doc_id,))))
 
     def having(self, column: str, key: str) -> list[tuple[str, dict[str, Any]]]:
         """The valid documents (but those `gone`) whose id or content hash (`column`) is `key`, by path."""
         assert column in ("id", "hash")
         value: Any = bytes.fromhex(key) if column == "hash" else key
-        rows = self.db.execute(f"SELECT path, compact FROM docs WHERE {column} = ? ORDER BY path", (value,)).fetchall()
-        return [(path, expand(marshal.loads(compact))) for path, compact in rows  # type: ignore[misc]
-                if path not in self.gone]
+
+        def ask() -> list[tuple[str, dict[str, Any]]]:
+            rows = self.db.execute(f"SELECT path, compact FROM docs WHERE {column} = ? ORDER BY path", (value,)).fetchall()
+            return [(path, expand(marshal.loads(compact))) for path, compact in rows  # type: ignore[misc]
+                    if path not in self.gone]
+
+        return self._ask(ask)
 
     def meta(self, key: str) -> str | None:
-        found = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        found = self._ask(lambda: self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone())
         return found[0] if found else None
 
     def remember(self, key: str, value: str) -> None:
@@ -117,29 +165,30 @@ class BaseLookup:
         try:
             with contextlib.closing(sqlite3.connect(self.file)) as db, db:
                 db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            self._seen = _signature(self.file)  # our own change
         except sqlite3.Error:  # read-only: found again next time
             pass
 
     def not_files(self) -> list[tuple[str, str, str]]:
         """(path, mode, sha) of the tree's symlinks and submodules under the document folders."""
-        return self.db.execute("SELECT path, mode, sha FROM tree WHERE mode NOT IN ('100644', '100755') "
-                               "AND path != '.gitattributes'").fetchall()
+        return self._ask(lambda: self.db.execute("SELECT path, mode, sha FROM tree WHERE mode NOT IN ('100644', '100755') "
+                                                 "AND path != '.gitattributes'").fetchall())
 
     def attribute_files(self) -> dict[str, str]:
         """The tree's `.gitattributes` files under the document folders and at its root, by path."""
-        return dict(self.db.execute("SELECT path, sha FROM tree WHERE mode IN ('100644', '100755')").fetchall())
+        return dict(self._ask(lambda: self.db.execute("SELECT path, sha FROM tree WHERE mode IN ('100644', '100755')")
+                              .fetchall()))
 
     def folders(self) -> list[str]:
         """Every folder holding one of the tree's files under the document folders, and those
         above them ("" the root)."""
-        return [path for (path,) in self.db.execute("SELECT path FROM folders")]
+        return self._ask(lambda: [path for (path,) in self.db.execute("SELECT path FROM folders")])
 
     def matching(self, ids: set[str], hashes: set[str], entities: set[str], relation_targets: set[str],
                  paths: AbstractSet[str], leave_out: AbstractSet[str]) -> list[tuple[str, dict[str, Any]]]:
         """The documents `facts.matching` would give over the whole tree: those with one of these
         ids, content hashes or entities, every retraction, every document relating to one of
         `relation_targets`, and those at `paths`, as facts."""
-        found: dict[str, bytes] = {}
         asks: list[tuple[str, Iterable[Any]]] = [
             ("SELECT path, compact FROM docs WHERE id IN ({})", ids),
             ("SELECT path, compact FROM docs WHERE hash IN ({})", [bytes.fromhex(h) for h in hashes]),
@@ -147,12 +196,17 @@ class BaseLookup:
             ("SELECT path, compact FROM docs WHERE path IN ({})", paths),
             ("SELECT path, compact FROM docs WHERE path IN (SELECT path FROM edges WHERE target IN ({}))",
              relation_targets)]
-        for sql, keys in asks:
-            found.update(self._rows(sql, keys))
-        found.update(self.db.execute("SELECT path, compact FROM docs WHERE retracts").fetchall())
         skip = self.gone | leave_out
-        return [(path, expand(marshal.loads(found[path]))) for path in sorted(found)  # type: ignore[misc]
-                if path not in skip]
+
+        def ask() -> list[tuple[str, dict[str, Any]]]:
+            found: dict[str, bytes] = {}
+            for sql, keys in asks:
+                found.update(self._rows(sql, keys))
+            found.update(self.db.execute("SELECT path, compact FROM docs WHERE retracts").fetchall())
+            return [(path, expand(marshal.loads(found[path]))) for path in sorted(found)  # type: ignore[misc]
+                    if path not in skip]
+
+        return self._ask(ask)
 
     def reached(self, starts: dict[str, set[str]]) -> set[str]:
         """The documents whose edges (of each type of `starts`) a walk from its entities follows
@@ -170,14 +224,42 @@ class BaseLookup:
 
     def steps(self, kind: str, entity: str) -> list[tuple[str, str]]:
         """(target, path) of the edges of type `kind` from `entity` (but those of `gone` paths)."""
-        rows = self.db.execute("SELECT target, path FROM edges WHERE kind = ? AND entity = ?", (kind, entity))
-        return [(target, path) for target, path in rows if path not in self.gone]
+        return self._ask(lambda: [(target, path) for target, path in
+                                  self.db.execute("SELECT target, path FROM edges WHERE kind = ? AND entity = ?",
+                                                  (kind, entity)) if path not in self.gone])
 
     def _rows(self, sql: str, keys: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         keys = list(keys)
         for at in range(0, len(keys), _CHUNK):
             part = keys[at:at + _CHUNK]
             yield from self.db.execute(sql.format(",".join("?" * len(part))), part)
+
+
+# what a damaged store raises: SQLite's corruption (and I/O) errors, or a compact row that no
+# longer unmarshals
+_DAMAGED = (sqlite3.DatabaseError, ValueError, EOFError, TypeError)
+
+
+def _signature(file: Path | None) -> tuple[int, int, int, int] | None:
+    """The file's identity and last change (None: no file, or gone: an open store stays whole)."""
+    try:
+        info = file.stat() if file is not None else None
+    except OSError:
+        return None
+    return None if info is None else (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _rebuilder(git: Git, tree: str) -> Callable[[], tuple[sqlite3.Connection, Path | None]]:
+    """Build the store of `tree` again, from git (with the facts and analyses kept, where whole)."""
+
+    def rebuild() -> tuple[sqlite3.Connection, Path | None]:
+        facts = FactsStore.open(git)
+        digest, file = _named(facts, tree)
+        db, _read, _paths, kept = _build(git, tree, facts, file, digest, None)
+        facts.save()
+        return db, kept
+
+    return rebuild
 
 
 def _named(facts: FactsStore, tree: str) -> tuple[str, Path | None]:

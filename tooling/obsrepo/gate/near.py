@@ -256,7 +256,7 @@ def _kept_base(git: Git, tip: str, facts: FactsStore) -> tuple[str, BaseLookup |
     lines = git.run("log", "--first-parent", f"-n{ANCESTORS}", "--format=%H %T", tip, "--").decode().split()
     commits = list(zip(lines[0::2], lines[1::2]))
     for sha, tree in commits:
-        kept = BaseLookup.kept_tree(tree, facts)
+        kept = BaseLookup.kept_tree(tree, facts, git)
         if kept is not None:
             return sha, kept
     return commits[0][0], None

@@ -122,6 +122,20 @@ class Git:
         return Git(proc.stdout.decode().strip())
 
     @staticmethod
+    def git_folder_holding(path: str) -> tuple[str, bool] | None:
+        """(the git folder, whether it is a bare repository) when `path` lies inside a git
+        folder — a bare repository or a repository's `.git` — which has no work tree; else None."""
+        try:
+            proc = subprocess.run(["git", "-C", path, "rev-parse", "--is-inside-git-dir", "--is-bare-repository",
+                                   "--absolute-git-dir"], capture_output=True)
+        except FileNotFoundError:
+            return None
+        answer = proc.stdout.decode(errors="replace").splitlines()
+        if proc.returncode != 0 or len(answer) != 3 or answer[0] != "true":
+            return None
+        return answer[2], answer[1] == "true"
+
+    @staticmethod
     def at(path: str) -> Git:
         """The repository that contains `path`; outside any, GIT_ERROR (every command works on
         a git repository: none reads or writes a plain folder)."""
