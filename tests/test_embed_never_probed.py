@@ -20,8 +20,7 @@ needs_model2vec = pytest.mark.skipif(importlib.util.find_spec("model2vec") is No
 
 
 def ok(repo: Repo, *args: str, **env: str) -> Any:
-    proc = subprocess.run([sys.executable, "-m", "obsrepo", *args, "--format", "json"], cwd=repo.path,
-                          env={**repo.env, **env}, capture_output=True, text=True, check=False)
+    proc = repo.obsrepo(*args, "--format", "json", env=env)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     return json.loads(proc.stdout)
 
@@ -66,8 +65,7 @@ def test_status_reports_the_configured_embedders_vectors_and_names_the_indexed_o
         state = ok(repo, "status", **other)["semantic"]
         assert state["fingerprint"] not in (None, indexed) and state["indexed_fingerprint"] == indexed, state
         assert (state["embedded"], state["pending"]) == (2, 0), state
-        proc = subprocess.run([sys.executable, "-m", "obsrepo", "status", "--embedder", "openai:other"], cwd=repo.path,
-                              env={**repo.env, **toy}, capture_output=True, text=True, check=False)
+        proc = repo.obsrepo("status", "--embedder", "openai:other", env=toy)
         assert f"the index holds {indexed} vectors" in proc.stdout, proc.stdout + proc.stderr
 
 
