@@ -8,11 +8,7 @@ import functools
 from typing import Any
 
 from ..errors import PublishFault
-from ..ops.publication import cites
-
-# the column that says at which seq a table's row appeared
-SEQ_COLUMN = {"observations": "added_seq", "observation_removals": "removed_seq", "observation_fields": "added_seq",
-              "relations": "added_seq", "entity_snapshots": "from_seq", "commits": "seq"}
+from ..ops.publication import OBSERVATION_COLUMN, SEQ_COLUMN, cites
 
 # recorded on every table: a publish with another binding or ceiling into the namespace is refused
 TENANT_PROPERTY, CEILING_PROPERTY = "obsrepo.tenant", "obsrepo.max-classification"
@@ -88,8 +84,8 @@ def gone_rows(table: Any, name: str, repo: str, head: int, erased: tuple[str, ..
     if erased and name == "entity_snapshots":
         parts.extend(where.And(where.EqualTo("entity_id", e), where.EqualTo("from_seq", s))
                      for e, s in _citing(table, mine, erased))
-    elif erased and name in ("observations", "observation_fields", "relations"):
-        parts.append(where.In("observation_id" if name == "relations" else "id", erased))
+    elif erased and name in OBSERVATION_COLUMN:
+        parts.append(where.In(OBSERVATION_COLUMN[name], erased))
     if not parts:
         return None
     return where.And(mine, functools.reduce(where.Or, parts))
