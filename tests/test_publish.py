@@ -291,3 +291,21 @@ def test_the_duckdb_sql_of_the_docs_answers_as_query_and_snapshot_do(history: tu
     assert {row[1] for row in rows if row[0] == "added"} == after - before
     assert {(row[0], row[1]) for row in rows if row[0] != "added"} == {("retracted", id) for id in before - after}
     assert {row[0] for row in con.execute(changed_entities).fetchall()} == {ACME, "company/globex"}
+
+
+def test_a_published_table_names_what_it_shares_with_the_index_as_the_index_does(history: tuple[Repo, list[str]]) -> None:
+    """One vocabulary: every column of a published table that mirrors an index table is the
+    index's column of that name, unless the mapping declares it publication's own."""
+    from obsrepo.ops.publication import MIRRORS
+
+    repo, _ = history
+    proc = repo.obsrepo("sql", "SELECT table_name, column_name FROM information_schema.columns", "--format", "json")
+    assert proc.returncode == 0, proc
+    index: dict[str, set[str]] = {}
+    for row in json.loads(proc.stdout):
+        index.setdefault(row["table_name"], set()).add(row["column_name"])
+    catalog = open_catalog(repo)
+    for name, (mirrored, own) in MIRRORS.items():
+        published = {field.name for field in catalog.load_table(("obsrepo", name)).schema().fields}
+        assert set(own) <= published, name
+        assert published - set(own) <= index[mirrored], f"{name}: {sorted(published - set(own) - index[mirrored])}"
