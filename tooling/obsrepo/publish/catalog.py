@@ -5,10 +5,18 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 from ..errors import PublishFault
 from ..ops.publication import OBSERVATION_COLUMN, SEQ_COLUMN, cites
+from .faults import first_line, reason_of
+
+# the columns a publish reads of a table it finds, before it knows the rows it appends
+READ_COLUMNS = {name: ("repo", column, *(("sha",) if name == "commits" else ()),
+                       *(("entity_id", "provenance") if name == "entity_snapshots" else ()),
+                       *((OBSERVATION_COLUMN[name],) if name in OBSERVATION_COLUMN else ()))
+                for name, column in SEQ_COLUMN.items()}
 
 # recorded on every table: a publish with another binding or ceiling into the namespace is refused
 TENANT_PROPERTY, CEILING_PROPERTY = "obsrepo.tenant", "obsrepo.max-classification"
@@ -24,11 +32,40 @@ def open_catalog(name: str) -> Any:
         raise PublishFault(f"catalog '{name}' is not configured: pyiceberg reads catalogs from .pyiceberg.yaml "
                            f"(in PYICEBERG_HOME, the home folder or the working folder) and from PYICEBERG_CATALOG__"
                            f"{name.upper()}__<PROPERTY> variables (type, uri, warehouse…)", parameter="catalog", catalog=name)
+    _local_folders(name, Config().get_catalog_config(name) or {})
     try:
         return load_catalog(name)
     except Exception as exc:  # pyiceberg raises what its catalog's driver raises: a bad URI, no server
-        raise PublishFault(f"catalog '{name}' could not be opened: {type(exc).__name__}: {exc}", parameter="catalog",
-                           catalog=name) from None
+        reason = reason_of(exc) or first_line(str(exc))
+        raise PublishFault(f"catalog '{name}' could not be opened: {reason}", parameter="catalog", catalog=name,
+                           reason=reason) from None
+
+
+def _local_folders(name: str, config: dict[str, Any]) -> None:
+    """A warehouse on this machine is created when missing (its parent folder exists), so the
+    first publish of a new catalog needs no `mkdir`; a missing folder of an SQLite catalog's
+    database (one other than the warehouse) is named, with how to create it."""
+    from urllib.parse import unquote, urlparse
+
+    warehouse = str(config.get("warehouse", ""))
+    if warehouse.startswith("file://") or warehouse.startswith("/"):
+        folder = Path(unquote(urlparse(warehouse).path) if warehouse.startswith("file://") else warehouse)
+        if not folder.exists() and folder.parent.is_dir():
+            try:
+                folder.mkdir()
+            except OSError as exc:
+                raise PublishFault(f"catalog '{name}': its warehouse folder {folder} could not be created: "
+                                   f"{reason_of(exc)}", parameter="catalog", catalog=name, folder=str(folder)) from None
+        elif not folder.exists():
+            raise PublishFault(f"catalog '{name}': its warehouse folder {folder} does not exist, nor the folder above it: "
+                               f"create it (mkdir -p {folder})", parameter="catalog", catalog=name, folder=str(folder))
+    uri = str(config.get("uri", ""))
+    if uri.startswith("sqlite:///") and "mode=ro" not in uri:
+        database = Path(unquote(uri.removeprefix("sqlite:///").split("?", 1)[0]).removeprefix("file:"))
+        if not database.parent.is_dir():
+            raise PublishFault(f"catalog '{name}': the folder of its database {database} does not exist: create it "
+                               f"(mkdir -p {database.parent})", parameter="catalog", catalog=name,
+                               folder=str(database.parent))
 
 
 def identifier(namespace: str, table: str) -> tuple[str, str]:
