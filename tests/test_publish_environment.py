@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,7 @@ def test_an_unwritable_warehouse_is_exit_4_and_the_first_snapshot_stays_readable
     error = refused(repo)
     assert (error["details"]["catalog"], error["details"]["namespace"]) == ("local", "obsrepo")
     assert error["details"]["table"] in ("observations", "observation_removals")
-    assert f"catalog 'local'" in error["message"] and f"obsrepo.{error['details']['table']}" in error["message"]
+    assert "catalog 'local'" in error["message"] and f"obsrepo.{error['details']['table']}" in error["message"]
     assert str(warehouse) in error["message"] or "permission denied" in error["message"]
     still_the_first(repo, first)
     if ROOT:
@@ -157,7 +158,7 @@ def test_the_quick_start_of_the_publication_page_runs_as_written(repo: Repo) -> 
     env = {key: value for key, value in repo.env.items() if not key.startswith("PYICEBERG_")}
     bin_dir = repo.path.parent / "bin"
     bin_dir.mkdir()
-    (bin_dir / "obsrepo").write_text(f'#!/bin/sh\nexec "{os.sys.executable}" -m obsrepo "$@"\n')
+    (bin_dir / "obsrepo").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m obsrepo "$@"\n')
     (bin_dir / "obsrepo").chmod(stat.S_IRWXU)
     env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
     proc = subprocess.run(["bash", "-e", "-c", script], cwd=repo.path, env=env, capture_output=True, text=True, timeout=120)
