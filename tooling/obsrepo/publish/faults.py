@@ -11,7 +11,6 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from ..errors import PublishFault
 
@@ -125,45 +124,3 @@ def _number(pattern: str, text: str) -> int | None:
 def _quoted(text: str) -> str | None:
     match = re.search(r"'(/[^']+|[a-z]+://[^']+)'", text)
     return match.group(1) if match else None
-
-
-def check_shape(catalog: str, namespace: str, name: str, table: Any, wanted: Any = None,
-                required: tuple[str, ...] = ()) -> None:
-    """Refuse a table that obsrepo did not publish, or not in this shape: one without the
-    properties every publish records, without a column `required` reads, or whose columns
-    differ from `wanted` (an Arrow schema) by name or kind."""
-    from .catalog import CEILING_PROPERTY, TENANT_PROPERTY
-
-    where = f"catalog '{catalog}': table {namespace}.{name}"
-    remedy = "publish into another namespace (--namespace), or drop that table"
-    if TENANT_PROPERTY not in table.properties or CEILING_PROPERTY not in table.properties:
-        raise PublishFault(f"{where} was not written by obsrepo publish (it has no {TENANT_PROPERTY} property): {remedy}",
-                           catalog=catalog, namespace=namespace, table=name, reason="not obsrepo's")
-    held = {field.name: field for field in table.schema().as_arrow()}
-    missing = [column for column in required if column not in held]
-    if wanted is not None:
-        missing = [f.name for f in wanted if f.name not in held]
-        extra = [column for column in held if column not in wanted.names]
-        other = [f.name for f in wanted if f.name in held and _kind(f.type) != _kind(held[f.name].type)]
-    else:
-        extra, other = [], []
-    if missing or extra or other:
-        said = "; ".join(part for part in (f"lacks {', '.join(missing)}" * bool(missing),
-                                           f"has {', '.join(extra)} besides" * bool(extra),
-                                           f"holds another kind of value in {', '.join(other)}" * bool(other)) if part)
-        raise PublishFault(f"{where} has another shape than obsrepo publishes (it {said}): {remedy}", catalog=catalog,
-                           namespace=namespace, table=name, reason="another shape", missing=missing, extra=extra,
-                           other=other)
-
-
-def _kind(arrow_type: Any) -> str:
-    """An Arrow type as Iceberg stores it: strings and lists whatever their size, list items by kind."""
-    import pyarrow as pa
-
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return f"list<{_kind(arrow_type.value_type)}>"
-    if pa.types.is_struct(arrow_type):
-        return "struct<" + ",".join(f"{f.name}:{_kind(f.type)}" for f in arrow_type) + ">"
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return "string"
-    return str(arrow_type)

@@ -29,13 +29,14 @@ from .catalog import (
     READ_COLUMNS,
     TENANT_PROPERTY,
     check_settings,
+    check_shape,
     gone_rows,
     identifier,
     open_catalog,
     published_commits,
     table_or_none,
 )
-from .faults import check_shape, environment, namespace_checked
+from .faults import environment, namespace_checked
 
 DEFAULT_NAMESPACE = "obsrepo"
 
