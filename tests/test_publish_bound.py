@@ -86,4 +86,6 @@ def test_an_observation_published_retracted_that_expires_since_leaves_no_trace(m
                          ("observation_fields", "observation_id")):
         assert chat not in {row[column] for row in tables[name]}, name
     assert "ada@example.com" not in json.dumps(tables, default=str)
+    # the chat line was all that spoke of ada: neither her snapshot nor its deletion (at the retraction) stays
+    assert "person/ada" not in {row["entity_id"] for row in tables["entity_snapshots"]}
     assert as_of(tables, 3)[0] == query_ids(repo, last)

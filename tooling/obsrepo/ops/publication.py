@@ -210,7 +210,8 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
             parts[name].append(_renumbered(table, SEQ_COLUMN[name], renumber))
     parts["observation_removals"].append(read.removals(repo, [(landing[key], i, reason) for key, i, reason in gone_rows
                                                               if key in landing]))
-    parts["entity_snapshots"].append(read.snapshots(repo, snapshots.changed(list(renumber), decided.first_seq - 1, seqs)))
+    changed = snapshots.changed(list(renumber), decided.first_seq - 1, seqs, lambda snap: bool(erased) and cites(snap[1], erased))
+    parts["entity_snapshots"].append(read.snapshots(repo, changed))
     parts["commits"] = _commit_rows(repo, written, seqs, chain, bound, decided.base)
     tables = {name: _without(name, _concat(name, tables), erased) for name, tables in parts.items()}
     return PublicationRows(repo, rev, "publish", tuple(seqs.values()), tables, decided.rebased, tuple(sorted(erased)),

@@ -14,7 +14,7 @@ from .faults import first_line, reason_of
 
 # the columns a publish reads of a table it finds, before it knows the rows it appends
 READ_COLUMNS = {name: ("repo", column, *(("sha",) if name == "commits" else ()),
-                       *(("entity_id", "provenance") if name == "entity_snapshots" else ()),
+                       *(("entity_id", "provenance", "deleted") if name == "entity_snapshots" else ()),
                        *((OBSERVATION_COLUMN[name],) if name in OBSERVATION_COLUMN else ()))
                 for name, column in SEQ_COLUMN.items()}
 
@@ -139,8 +139,19 @@ def _stopped_above(table: Any, repo: str, head: int) -> bool:
 
 
 def _citing(table: Any, mine: Any, erased: tuple[str, ...]) -> list[tuple[str, int]]:
-    rows = table.scan(row_filter=mine, selected_fields=("entity_id", "from_seq", "provenance")).to_arrow().to_pylist()
-    return [(row["entity_id"], row["from_seq"]) for row in rows if cites(row["provenance"], erased)]
+    """(entity, from_seq) of the snapshots the erased observations decided, and of every row of
+    an entity that keeps no snapshot without them: a deletion of what left is no trace to keep."""
+    rows = table.scan(row_filter=mine, selected_fields=("entity_id", "from_seq", "provenance", "deleted")).to_arrow()
+    by_entity: dict[str, list[dict[str, Any]]] = {}
+    for row in rows.to_pylist():
+        by_entity.setdefault(row["entity_id"], []).append(row)
+    out: list[tuple[str, int]] = []
+    for entity, held in by_entity.items():
+        gone = [row for row in held if cites(row["provenance"], erased)]
+        if gone and all(row["deleted"] for row in held if row not in gone):
+            gone = held
+        out.extend((entity, row["from_seq"]) for row in gone)
+    return out
 
 
 def check_shape(catalog: str, namespace: str, name: str, table: Any, wanted: Any = None,

@@ -4,7 +4,7 @@ commit a publish reads, and compared seq after seq to give the rows of `entity_s
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..format.reduce import survivor
@@ -61,17 +61,25 @@ class Snapshots:
         asked = list(self.asked.values())
         return None if None in asked else set().union(*asked)  # type: ignore[arg-type]
 
-    def changed(self, keys: list[int], base: int, seqs: Mapping[int, int]) -> list[tuple[int, str, Any]]:
+    def changed(self, keys: list[int], base: int, seqs: Mapping[int, int],
+                leaves: Callable[[Any], bool]) -> list[tuple[int, str, Any]]:
         """(seq, entity, snapshot from that seq on) wherever an entity's snapshot differs from
         what the tables hold: compared at each key that becomes a published seq (`seqs`: key →
-        seq), with what the keys between changed (commits a bound publish does not write)."""
+        seq), with what the keys between changed (commits a bound publish does not write). A
+        snapshot that `leaves` the tables (the erased observations decided it) counts as none,
+        so no row says that an entity only they spoke of was deleted."""
+
+        def kept(snap: Any) -> Any:
+            return read.ABSENT if snap is not read.ABSENT and leaves(snap) else snap
+
         self._reduce()
-        held = dict(self.known.get(base, {}))  # what the tables hold: the published head's (a first publication: none)
+        # what the tables hold: the published head's (a first publication: none)
+        held = {entity: kept(snap) for entity, snap in self.known.get(base, {}).items()}
         current, touched, rows = dict(held), set[str](), []
         for key in keys:
             got, asked = self.known[key], self.asked[key]
             entities = asked if asked is not None else got.keys() | {e for e, s in current.items() if s is not read.ABSENT}
-            current.update((entity, got.get(entity, read.ABSENT)) for entity in entities)
+            current.update((entity, kept(got.get(entity, read.ABSENT))) for entity in entities)
             touched |= entities
             if key not in seqs:
                 continue
