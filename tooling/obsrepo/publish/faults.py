@@ -55,9 +55,8 @@ def reason_of(exc: BaseException) -> str | None:
         return _unreachable(str(exc))
     if isinstance(exc, OSError):
         return _file(exc)
-    if module in ("pyiceberg", "requests", "botocore", "urllib3"):
-        return f"the catalog answered {type(exc).__name__.removesuffix('Error').removesuffix('Exception') or 'an error'}: " \
-               f"{first_line(str(exc))}"
+    if module in ("pyiceberg", "botocore"):  # the catalog's own refusals (a REST server, Glue)
+        return f"the catalog refused it: {first_line(str(exc))}"
     return None
 
 
