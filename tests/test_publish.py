@@ -118,7 +118,7 @@ def as_of(tables: dict[str, list[dict]], seq: int) -> tuple[set[str], dict[str, 
     assert seq <= head
     # a removal withdraws the addition it follows: an observation a rebased history holds again
     # is added again, after its removal
-    removals = [(row["id"], row["removed_seq"]) for row in tables["observation_removals"] if row["removed_seq"] <= seq]
+    removals = [(row["observation_id"], row["removed_seq"]) for row in tables["observation_removals"] if row["removed_seq"] <= seq]
     ids = {row["id"] for row in tables["observations"] if row["added_seq"] <= seq
            and not any(i == row["id"] and row["added_seq"] <= removed for i, removed in removals)}
     latest: dict[str, dict] = {}
@@ -157,9 +157,11 @@ def test_three_readers_see_what_query_and_snapshot_answer_at_each_commit(history
             row = snapshots[entity]
             assert (json.loads(row["snapshot"]), json.loads(row["provenance"])) == (expected["snapshot"], expected["provenance"])
     assert {row["observation_id"] for row in tables["relations"]} == {obs_id(1)}
-    assert {(row["id"], row["field"], row["value_json"]) for row in tables["observation_fields"] if row["id"] == obs_id(2)} == {
+    assert {(row["observation_id"], row["field"], row["value"]) for row in tables["observation_fields"]
+            if row["observation_id"] == obs_id(2)} == {
         (obs_id(2), "name", '"Acme Corp"')}
-    assert [(r["id"], r["removed_seq"], r["reason"]) for r in tables["observation_removals"]] == [(obs_id(1), 3, "retracted")]
+    assert [(r["observation_id"], r["removed_seq"], r["reason"]) for r in tables["observation_removals"]] == [
+        (obs_id(1), 3, "retracted")]
 
 
 def test_each_publish_is_one_snapshot_per_table_with_the_commit_and_a_tag(history: tuple[Repo, list[str]]) -> None:
@@ -199,7 +201,7 @@ def test_a_rewritten_history_is_refused_unless_rebase_published(make_repo: Any, 
     tables = read_pyiceberg(repo)
     ids, _ = as_of(tables, 4)
     assert ids == query_ids(repo, new_head)
-    assert ("rebased", obs_id(4)) in {(r["reason"], r["id"]) for r in tables["observation_removals"]}
+    assert ("rebased", obs_id(4)) in {(r["reason"], r["observation_id"]) for r in tables["observation_removals"]}
     assert (obs_id(1), 4) in {(r["id"], r["added_seq"]) for r in tables["observations"]}  # retracted only on the old chain
 
 
@@ -289,3 +291,21 @@ def test_the_duckdb_sql_of_the_docs_answers_as_query_and_snapshot_do(history: tu
     assert {row[1] for row in rows if row[0] == "added"} == after - before
     assert {(row[0], row[1]) for row in rows if row[0] != "added"} == {("retracted", id) for id in before - after}
     assert {row[0] for row in con.execute(changed_entities).fetchall()} == {ACME, "company/globex"}
+
+
+def test_a_published_table_names_what_it_shares_with_the_index_as_the_index_does(history: tuple[Repo, list[str]]) -> None:
+    """One vocabulary: every column of a published table that mirrors an index table is the
+    index's column of that name, unless the mapping declares it publication's own."""
+    from obsrepo.ops.publication import MIRRORS
+
+    repo, _ = history
+    proc = repo.obsrepo("sql", "SELECT table_name, column_name FROM information_schema.columns", "--format", "json")
+    assert proc.returncode == 0, proc
+    index: dict[str, set[str]] = {}
+    for row in json.loads(proc.stdout):
+        index.setdefault(row["table_name"], set()).add(row["column_name"])
+    catalog = open_catalog(repo)
+    for name, (mirrored, own) in MIRRORS.items():
+        published = {field.name for field in catalog.load_table(("obsrepo", name)).schema().fields}
+        assert set(own) <= published, name
+        assert published - set(own) <= index[mirrored], f"{name}: {sorted(published - set(own) - index[mirrored])}"

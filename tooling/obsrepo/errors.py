@@ -155,8 +155,10 @@ class EmbedderFault(EnvironmentFault):
 
 
 class PublishFault(EnvironmentFault):
-    """The catalog of `publish` (docs/design.md §16) is not configured, does not open, or holds
-    tables that another binding or ceiling published."""
+    """The catalog of `publish` (docs/design.md §16, §8b) is not configured or does not open; a
+    namespace is no namespace; the catalog, its database or its warehouse refuses a read or a
+    write; a table is not obsrepo's or of another shape, or was published with another binding
+    or ceiling."""
 
     code = PUBLISH_ERROR
 

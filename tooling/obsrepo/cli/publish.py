@@ -13,7 +13,8 @@ from .options import FORMATS, examples, read_options, session
 
 @main.command(epilog=examples("obsrepo publish --catalog local",
                               "obsrepo publish --catalog glue --namespace analytics --tenant org=northwind",
-                              "PYICEBERG_CATALOG__LOCAL__URI=sqlite:///catalog.db obsrepo publish --catalog local --rev v1.2"))
+                              "PYICEBERG_CATALOG__LOCAL__URI=sqlite:///$PWD/lake/catalog.db "
+                              "PYICEBERG_CATALOG__LOCAL__WAREHOUSE=file://$PWD/lake obsrepo publish --catalog local --rev v1.2"))
 @click.option("--catalog", "catalog_name", required=True, metavar="NAME",
               help="A catalog as pyiceberg configures it (.pyiceberg.yaml, PYICEBERG_CATALOG__<NAME>__… variables).")
 @click.option("--namespace", default="obsrepo", show_default=True, help="The namespace of the tables.")
@@ -43,16 +44,18 @@ def publish(catalog_name: str, namespace: str, rev: str | None, max_classificati
     if output_format == "json":
         _emit_json(answer)
     else:
-        click.echo(_line(answer))
+        click.echo(_line(answer, max_classification))
     return errors.EXIT_OK
 
 
-def _line(answer: dict) -> str:
+def _line(answer: dict, ceiling: str) -> str:
     where = f"{answer['catalog']}.{answer['namespace']}"
     if answer["status"] == "current":
         return f"{answer['rev']} is already published to {where}: nothing changed"
     if answer["status"] == "older":
         return f"{answer['rev']} is older than what {answer['repo']} published to {where}: nothing changed"
     rows = ", ".join(f"{name} {count}" for name, count in answer["rows"].items())
-    return (f"published {answer['commits']} commit(s) of {answer['repo']} to {where} "
-            f"(seq {answer['first_seq']}..{answer['last_seq']}): {rows}")
+    held = answer["held_back"]
+    return (f"published {answer['commits']} commit(s) up to {answer['rev'][:12]} to {where} as {answer['repo']} "
+            f"(seq {answer['first_seq']}..{answer['last_seq']}): {rows}; "
+            f"{held} observation{'' if held == 1 else 's'} above {ceiling} held back")

@@ -126,6 +126,13 @@ def withheld(con: Any, git: Git, commit: str, base: str, *, prefix: str, ceiling
     return raised, clauses
 
 
+def above_ceiling_sql(base: str, raised: str | None, ceiling: str) -> str:
+    """SQL (a relation `o` with a WHERE) of the rows of `base` whose effective classification
+    (`raised`: `withheld`'s table) is above `ceiling`."""
+    join = f" LEFT JOIN {raised} USING (row_id)" if raised else ""
+    return f"{base} AS o{join} WHERE {_rank_expr(raised)} > {CLASSIFICATION_RANK[ceiling]}"
+
+
 def effective_sql(base: str, raised: str | None, clauses: list[str]) -> str:
     """The SQL of `base` with `withheld`'s answer applied."""
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""

@@ -10,7 +10,6 @@ rebased. Sequence numbers continue after the highest published one, so none is e
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +17,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InputError
-from ..format.reduce import survivor
 from .registry import operation
 from .session import Session
 from .values import Ceiling
@@ -26,6 +24,21 @@ from .values import Ceiling
 DEFAULT_CEILING = "internal"
 DATA_TABLES = ("observations", "observation_removals", "observation_fields", "relations", "entity_snapshots")
 TABLES = (*DATA_TABLES, "commits")  # the order of the appends: `commits` last
+
+# One vocabulary: a published table that mirrors a table of the index (docs/reference/tables.md,
+# what `obsrepo sql` reads) names what they share as the index does; the columns named here are
+# publication's own (which repository, at which seq, what the index has no column for).
+MIRRORS = {"observations": ("observations", ("repo", "added_seq")),
+           "observation_fields": ("observation_fields", ("repo", "added_seq")),
+           "relations": ("relations", ("repo", "added_seq")),
+           "entity_snapshots": ("snapshots", ("repo", "from_seq", "merged_into")),
+           "commits": ("commits", ("repo", "parent", "published_at"))}
+# the column of each table that names an observation: `id` where a row is one, as in the index
+OBSERVATION_COLUMN = {"observations": "id", "observation_removals": "observation_id",
+                      "observation_fields": "observation_id", "relations": "observation_id"}
+# the column that says at which seq a table's row appeared
+SEQ_COLUMN = {"observations": "added_seq", "observation_removals": "removed_seq", "observation_fields": "added_seq",
+              "relations": "added_seq", "entity_snapshots": "from_seq", "commits": "seq"}
 
 
 @dataclass(frozen=True)
@@ -54,8 +67,10 @@ class Plan:
     rebased: str | None = None
 
 
-def plan(chain: list[str], published: tuple[tuple[int, str], ...], rebase: bool) -> Plan:
-    """What publishing the chain `chain` (oldest first, ending at the requested commit) does."""
+def plan(chain: list[str], published: tuple[tuple[int, str], ...], rebase: bool, below_head: bool = False) -> Plan:
+    """What publishing the chain `chain` (oldest first, ending at the requested commit) does;
+    `below_head`: the commit is on the published head's first-parent chain (under a binding,
+    a commit it does not see is on the chain but has no row)."""
     if not published:
         return Plan("publish", tuple(chain))
     head_seq, head = published[-1]
@@ -63,7 +78,7 @@ def plan(chain: list[str], published: tuple[tuple[int, str], ...], rebase: bool)
     if head in at:
         new = tuple(chain[at[head] + 1:])
         return Plan("publish", new, head, head_seq + 1) if new else Plan("current")
-    if chain[-1] in {sha for _, sha in published}:
+    if below_head or chain[-1] in {sha for _, sha in published}:
         return Plan("older")
     abandoned = next(sha for _, sha in published if sha not in at)
     if not rebase:
@@ -86,12 +101,13 @@ class PublicationRows:
     rebased: str | None = None
     # withheld at the head (expired, or raised above the ceiling): their rows leave every seq
     erased: tuple[str, ...] = ()
+    held_back: int = 0  # observations of the binding at the commit that the ceiling keeps out
 
     def to_json(self) -> dict[str, Any]:
         return {"repo": self.repo, "rev": self.rev, "status": self.status, "commits": len(self.seqs),
                 "first_seq": self.seqs[0] if self.seqs else None, "last_seq": self.seqs[-1] if self.seqs else None,
                 "rows": {name: table.num_rows for name, table in self.tables.items()}, "rebased": self.rebased,
-                "erased": list(self.erased)}
+                "erased": list(self.erased), "held_back": self.held_back}
 
 
 @operation("publication", "reads")
@@ -99,6 +115,7 @@ def publication(session: Session, request: Publication) -> PublicationRows:
     """Within the session's binding and the ceiling (default `internal`), as `query` and
     `snapshot` answer at each commit."""
     from ..index.history import chain as first_parent_chain
+    from ..index.history import chain_since
 
     ceiling = Ceiling.parse(request.max_classification, "max_classification")
     rev = session.rev_or_head(request.rev, "rev")
@@ -108,10 +125,14 @@ def publication(session: Session, request: Publication) -> PublicationRows:
         from ..read import publication as read
 
         repo = request.repo or repository_name(read.repository_id(scope, chain[0].sha), chain[0].sha)
-        decided = plan([c.sha for c in chain], tuple(request.published.get(repo, ())), request.rebase_published)
+        published = tuple(request.published.get(repo, ()))
+        shas = [c.sha for c in chain]
+        below = bool(published) and published[-1][1] not in shas and chain_since(session.git, rev.sha, published[-1][1]) is not None
+        decided = plan(shas, published, request.rebase_published, below)
         if decided.status != "publish":
             return PublicationRows(repo, rev.sha, decided.status)
-        return _rows(scope, repo, rev.sha, decided, [c for c in chain if c.sha in set(decided.new)], chain)
+        return _rows(scope, repo, rev.sha, decided, [c for c in chain if c.sha in set(decided.new)], chain,
+                     bool(session.binding.as_dict()))
 
     # HEAD's chain is the one the index holds once brought to HEAD: no commit to patch in, no word to
     # stem; an explicit rev, or a rebased published head (off that chain), may be patched in
@@ -132,11 +153,16 @@ def repository_name(origin: str, root: str) -> str:
 _LOCAL_ORIGIN = re.compile(r"^(?:file:|[~./\\]|[a-zA-Z]:[\\/])")
 
 
-def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain: list[Any]) -> PublicationRows:
+def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain: list[Any],
+          bound: bool) -> PublicationRows:
     """Each new commit's state is compared with the one before; the rows are gathered for all
     of them and each table's are read once at the end, not once per commit, and the snapshots
-    the commits changed are reduced together (`Snapshots`)."""
+    the commits changed are reduced together (`Snapshots`). Each commit is read under a key
+    (the seq it has if every commit is written); the keys become seqs once it is known which
+    commits are written: every one, or, under a binding, those that add or remove an
+    observation the binding sees (§8b), what the others changed falling to the next one."""
     from ..read import publication as read
+    from ..read.publication_snapshots import Snapshots
 
     if decided.base is None:
         before = read.State()
@@ -144,147 +170,89 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
         scope.move_to(decided.base)
         before = read.state(scope, read.changing(scope, [decided.base, *(c.sha for c in new)]))
     base = before
-    parents = {c.sha: (chain[i - 1].sha if i else None) for i, c in enumerate(chain)}
     indexed = {sha for (sha,) in scope.rows("SELECT sha FROM commits")}
-    published_at = datetime.now(timezone.utc).replace(tzinfo=None)
-    seqs, withheld = [], set[str]()
-    stored_rows: dict[int, list[int]] = {}  # seq → row ids of what appears, read from the index at the end
+    withheld = set[str]()
+    read_commits: list[tuple[int, Any, set[str]]] = []  # (key, commit, the ids it adds or removes)
+    stored_rows: dict[int, list[int]] = {}  # key → row ids of what appears, read from the index at the end
     raised_parts: list[dict[str, Any]] = []  # what appears where a classification is raised, read at its commit
     gone_rows: list[tuple[int, str, str]] = []
-    commit_rows: list[Any] = []
     snapshots = Snapshots(scope)
     for offset, commit in enumerate(new):
-        seq = decided.first_seq + offset
+        key = decided.first_seq + offset
         scope.move_to(commit.sha)
         after, change = read.step(scope, before)
         reason_gone = read.REBASED if decided.rebased and offset == 0 else read.WITHHELD
         gone = {i: read.RETRACTED if i in after.retracted else reason_gone for i in change.left}
-        withheld.update(i for i, reason in gone.items() if reason == read.WITHHELD)
-        snapshots.ask(seq, after, read.touched(before, after, change), stored=commit.sha in indexed)
+        withheld.update({i for i, reason in gone.items() if reason == read.WITHHELD} | change.vanished)
+        snapshots.ask(key, after, read.touched(before, after, change), stored=commit.sha in indexed)
         if scope.raised is None and commit.sha in indexed:
-            stored_rows[seq] = [row_id for row_ids in change.appeared.values() for row_id in row_ids]
+            stored_rows[key] = [row_id for row_ids in change.appeared.values() for row_id in row_ids]
         else:
-            raised_parts.append(read.visible_additions(scope, repo, seq, set(change.appeared)))
-        gone_rows.extend((seq, i, reason) for i, reason in gone.items())
-        commit_rows.append(_commit_row(repo, seq, commit, parents[commit.sha], published_at))
-        seqs.append(seq)
+            raised_parts.append(read.visible_additions(scope, repo, key, set(change.appeared)))
+        gone_rows.extend((key, i, reason) for i, reason in gone.items())
+        read_commits.append((key, commit, set(change.appeared) | change.left))
         before = after
+    held_back = read.held_back(scope) if new else 0  # at the last commit, before the scope moves
     if decided.base is not None:  # what the published head held of the entities the new commits reduce
         scope.move_to(decided.base)
         snapshots.ask(decided.first_seq - 1, base, snapshots.every_asked(), stored=decided.base in indexed)
     erased = withheld - read.listed_among(scope, withheld)  # the last commit's state is the one kept
+    written = [(key, commit) for key, commit, ids in read_commits if not bound or ids - erased]
+    if not written:  # under a binding, nothing it sees changed: the published head stays where it is
+        return PublicationRows(repo, rev, "current", held_back=held_back)
+    seqs = {key: decided.first_seq + n for n, (key, _) in enumerate(written)}
+    renumber = _renumbering([key for key, _, _ in read_commits], seqs)
     parts: dict[str, list[Any]] = {name: [] for name in TABLES}
-    for added in (read.additions(scope, repo, stored_rows), *raised_parts):
+    landing = {key: seq for key, seq in renumber.items() if seq is not None}
+    stored = {landing[key]: rows for key, rows in stored_rows.items() if key in landing}
+    for added in (read.additions(scope, repo, stored), *raised_parts):
         for name, table in added.items():
-            parts[name].append(table)
-    parts["observation_removals"].append(read.removals(repo, gone_rows))
-    parts["entity_snapshots"].append(read.snapshots(repo, snapshots.changed(seqs, decided.first_seq - 1)))
-    parts["commits"] = commit_rows
+            parts[name].append(_renumbered(table, SEQ_COLUMN[name], renumber))
+    parts["observation_removals"].append(read.removals(repo, [(landing[key], i, reason) for key, i, reason in gone_rows
+                                                              if key in landing]))
+    changed = snapshots.changed(list(renumber), decided.first_seq - 1, seqs, lambda snap: bool(erased) and cites(snap[1], erased))
+    parts["entity_snapshots"].append(read.snapshots(repo, changed))
+    parts["commits"] = _commit_rows(repo, written, seqs, chain, bound, decided.base)
     tables = {name: _without(name, _concat(name, tables), erased) for name, tables in parts.items()}
-    return PublicationRows(repo, rev, "publish", tuple(seqs), tables, decided.rebased, tuple(sorted(erased)))
+    return PublicationRows(repo, rev, "publish", tuple(seqs.values()), tables, decided.rebased, tuple(sorted(erased)),
+                           held_back)
 
 
-class Snapshots:
-    """The entities' snapshots at each published seq, reduced together rather than commit by
-    commit: each commit names the entities it touches (every one when the entity schemas
-    changed) and their families' rows as `visible` holds them there go to one table, keyed by
-    the entity's survivor and the seq (`entity` + U+001F + seq, so one reduction keeps every
-    seq's apart); all of them are reduced in one statement per set of entity schemas, a
-    few million rows at a time. A snapshot no commit touches stays as it was, so comparing
-    each seq's reductions with the latest before them gives the rows of `entity_snapshots`."""
-
-    BATCH = 500_000  # candidate rows reduced in one statement: ~0.3 GB of DuckDB memory at its peak
-
-    def __init__(self, scope: Any) -> None:
-        self.scope = scope
-        self.asked: dict[int, set[str] | None] = {}  # seq → the entities it reduces (None: every one)
-        self.merges: dict[int, dict[str, str]] = {}
-        self.schemas: dict[int, str] = {}  # seq → the commit whose entity schemas (policies) apply
-        self.known: dict[int, dict[str, Any]] = {}  # seq → entity → its snapshot (read.Snapshot, or ABSENT)
-        self.pending = 0
-        scope.con.execute("CREATE OR REPLACE TEMP TABLE publication_candidates (seq INTEGER, eid VARCHAR, row_id BIGINT)")
-
-    def ask(self, seq: int, st: Any, entities: set[str] | None, *, stored: bool) -> None:
-        """The snapshots of `entities` at the scope's commit, whose state is `st`: their rows
-        now, reduced later; reduced now where `visible` is not the index's stored rows."""
-        from ..read import publication as read
-
-        self.asked[seq], self.merges[seq] = entities, st.merges
-        if not stored:
-            self.known[seq] = read.snapshots_of(self.scope, st, entities)
-            return
-        if entities is None:
-            where, params = "TRUE", []
-        else:
-            survivors = {survivor(e, st.merges) for e in entities}
-            family = survivors | {e for e in st.merges if survivor(e, st.merges) in survivors} | entities
-            where, params = "v.entity IN (SELECT unnest(?::VARCHAR[]))", [sorted(family)]
-        merged = sorted(st.merges)
-        (count,) = self.scope.one(
-            "INSERT INTO publication_candidates SELECT ?::INTEGER, coalesce(m.survivor, v.entity) || chr(31) || ?, v.row_id "
-            "FROM visible AS v LEFT JOIN (SELECT unnest(?::VARCHAR[]) AS entity, unnest(?::VARCHAR[]) AS survivor) AS m "
-            f"ON m.entity = v.entity WHERE v.entity IS NOT NULL AND {where} AND v.id NOT IN (SELECT unnest(?::VARCHAR[]))",
-            [seq, str(seq), merged, [survivor(e, st.merges) for e in merged], *params, sorted(st.retracted)])
-        self.schemas[seq] = self.scope.at_commit
-        self.pending += count
-        if self.pending >= self.BATCH:
-            self._reduce()
-
-    def every_asked(self) -> set[str] | None:
-        asked = list(self.asked.values())
-        return None if None in asked else set().union(*asked)  # type: ignore[arg-type]
-
-    def changed(self, seqs: list[int], base: int) -> list[tuple[int, str, Any]]:
-        """(seq, entity, snapshot from that seq on) wherever an entity's snapshot changes."""
-        from ..read import publication as read
-
-        self._reduce()
-        current = dict(self.known.get(base, {}))  # the published head's (a first publication: none)
-        rows = []
-        for seq in seqs:
-            got, asked = self.known[seq], self.asked[seq]
-            entities = asked if asked is not None else got.keys() | {e for e, s in current.items() if s is not read.ABSENT}
-            for entity in entities:
-                old, new = current.get(entity, read.ABSENT), got.get(entity, read.ABSENT)
-                if old != new:
-                    rows.append((seq, entity, ("{}", "{}", True, None) if new is read.ABSENT else new))
-                current[entity] = new
-        return rows
-
-    def _reduce(self) -> None:
-        """Reduce every candidate row gathered so far, one statement per set of entity schemas."""
-        from ..index.reducer_rows import CANDIDATES, all_policies
-        from ..index.sqlreduce import reduce_all
-        from ..read import publication as read
-
-        waiting = sorted(seq for seq in self.schemas if seq not in self.known)
-        by_policies: dict[tuple, list[int]] = {}
-        for seq in waiting:
-            by_policies.setdefault(tuple(sorted(all_policies(self.scope.git, self.schemas[seq]).items())), []).append(seq)
-        relation = ("(SELECT c.eid AS entity, o.id, o.priority, o.specificity, o.timestamp, o.fields FROM "
-                    "publication_candidates AS c JOIN obs_versions AS o USING (row_id) WHERE c.seq IN (SELECT unnest(?::INTEGER[])))")
-        reduced: dict[int, dict[str, Any]] = {seq: {} for seq in waiting}
-        for policies, group in by_policies.items():
-            for eid, snap in reduce_all(self.scope.con, CANDIDATES.format(relation=relation, where="TRUE"), [group], [],
-                                        dict(policies)).items():
-                entity, at = eid.rsplit("\x1f", 1)
-                reduced[int(at)][entity] = (_canonical(snap["snapshot"]), _canonical(snap["provenance"]),
-                                            bool(snap["deleted"]), None)
-        for seq in waiting:
-            merges, asked, out = self.merges[seq], self.asked[seq], reduced[seq]
-            if asked is not None:
-                out = {e: snap for e, snap in out.items() if e in asked}
-            for entity in merges if asked is None else asked & merges.keys():
-                out[entity] = ("{}", "{}", False, survivor(entity, merges))
-            if asked is not None:
-                out.update({entity: read.ABSENT for entity in asked - out.keys()})
-            self.known[seq] = out
-        self.scope.con.execute("DELETE FROM publication_candidates")
-        self.pending = 0
+def _renumbering(keys: list[int], seqs: dict[int, int]) -> dict[int, int | None]:
+    """key → the seq its rows go to: its own where its commit is written, else the next
+    written commit's (None after the last one: rows only of erased observations, dropped)."""
+    out: dict[int, int | None] = {}
+    upcoming: int | None = None
+    for key in reversed(keys):
+        upcoming = seqs.get(key, upcoming)
+        out[key] = upcoming
+    return dict(reversed(out.items()))
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def _renumbered(table: Any, column: str, renumber: dict[int, int | None]) -> Any:
+    """`table` with its seq column's keys made seqs (rows of no seq dropped)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if all(key == seq for key, seq in renumber.items()) or not table.num_rows:
+        return table
+    seqs = pa.array([renumber.get(key) for key in table.column(column).to_pylist()], pa.int32())
+    return table.set_column(table.schema.get_field_index(column), column, seqs).filter(pc.is_valid(seqs))
+
+
+def _commit_rows(repo: str, written: list[tuple[int, Any]], seqs: dict[int, int], chain: list[Any], bound: bool,
+                 published_head: str | None) -> list[Any]:
+    """The `commits` rows. `parent` is the commit before on the first-parent chain; under a
+    binding, the commit written before (the published head, None before a first publication),
+    so no row names a commit the binding does not see."""
+    published_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    parents = {c.sha: (chain[i - 1].sha if i else None) for i, c in enumerate(chain)}
+    rows, previous = [], published_head
+    for key, commit in written:
+        parent = previous if bound else parents[commit.sha]
+        rows.append(_commit_row(repo, seqs[key], commit, parent, published_at))
+        previous = commit.sha
+    return rows
 
 
 def _commit_row(repo: str, seq: int, commit: Any, parent: str | None, published_at: datetime) -> Any:
@@ -306,23 +274,24 @@ def cites(provenance: str, ids: set[str] | tuple[str, ...]) -> bool:
 
 
 def _without(name: str, table: Any, erased: set[str]) -> Any:
-    """`table` without the rows of the erased observations, and without the snapshots they
-    decided: what leaves at the head leaves the rows this publish appends too."""
+    """`table` without the rows of the erased observations (their removals included: §8b, they
+    leave no trace), and without the snapshots they decided: what leaves at the head leaves
+    the rows this publish appends too."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not erased or name in ("commits", "observation_removals") or not table.num_rows:
+    if not erased or name == "commits" or not table.num_rows:
         return table
     if name == "entity_snapshots":
         keep = [not cites(text, erased) for text in table.column("provenance").to_pylist()]
         return table.filter(pa.array(keep, pa.bool_()))
-    column = "observation_id" if name == "relations" else "id"
-    return table.filter(pc.invert(pc.is_in(table.column(column), pa.array(sorted(erased), pa.string()))))
+    column = table.column(OBSERVATION_COLUMN[name])
+    return table.filter(pc.invert(pc.is_in(column, pa.array(sorted(erased), pa.string()))))
 
 
 # the order of a table's rows, when they were read in more than one part
-ORDER = {"observations": ("added_seq", "id"), "observation_fields": ("added_seq", "id", "field"),
-         "relations": ("added_seq", "observation_id", "type", "target_entity_id")}
+ORDER = {"observations": ("added_seq", "id"), "observation_fields": ("added_seq", "observation_id", "field"),
+         "relations": ("added_seq", "observation_id", "type", "target_entity")}
 
 
 def _concat(name: str, tables: list[Any]) -> Any:

@@ -26,14 +26,17 @@ from ..ops import Publication, Session, run
 from ..ops.publication import TABLES
 from .catalog import (
     CEILING_PROPERTY,
+    READ_COLUMNS,
     TENANT_PROPERTY,
     check_settings,
+    check_shape,
     gone_rows,
     identifier,
     open_catalog,
     published_commits,
     table_or_none,
 )
+from .faults import environment, namespace_checked
 
 DEFAULT_NAMESPACE = "obsrepo"
 
@@ -51,24 +54,36 @@ class Published:
 def publish(session: Session, catalog_name: str, namespace: str = DEFAULT_NAMESPACE, *, rev: str | None = None,
             max_classification: str | None = None, rebase_published: bool = False) -> Published:
     """Publish the first-parent chain of `rev` (default HEAD) within the session's binding and
-    the ceiling (default `internal`)."""
+    the ceiling (default `internal`). Whatever the catalog, its database or its warehouse
+    refuses is `PublishFault` naming the catalog, the table and why (§8b)."""
     from ..ops.publication import DEFAULT_CEILING
 
+    namespace = namespace_checked(namespace)
     catalog = open_catalog(catalog_name)
     ceiling = max_classification or DEFAULT_CEILING
     settings = {TENANT_PROPERTY: ",".join(f"{k}={v}" for k, v in sorted(session.binding.as_dict().items())),
                 CEILING_PROPERTY: ceiling}
-    tables = {name: table_or_none(catalog, namespace, name) for name in TABLES}  # each loaded once per publish
+    tables = {}
+    for name in TABLES:  # each loaded once per publish
+        with environment(catalog_name, namespace, name, "read"):
+            tables[name] = table_or_none(catalog, namespace, name)
+        if tables[name] is not None:
+            check_shape(catalog_name, namespace, name, tables[name], required=READ_COLUMNS[name])
     check_settings(tables, namespace, settings)
-    request = Publication(published=published_commits(tables["commits"]), rev=rev, max_classification=ceiling,
-                          rebase_published=rebase_published)
+    with environment(catalog_name, namespace, "commits", "read"):
+        published = published_commits(tables["commits"])
+    request = Publication(published=published, rev=rev, max_classification=ceiling, rebase_published=rebase_published)
     rows = run(session, request)
     if rows.status == "publish":
-        catalog.create_namespace_if_not_exists(namespace)
+        for name in TABLES:
+            if tables[name] is not None:
+                check_shape(catalog_name, namespace, name, tables[name], wanted=rows.tables[name].schema)
+        with environment(catalog_name, namespace, None, "create"):
+            catalog.create_namespace_if_not_exists(namespace)
         summary = {"obsrepo.git-commit": rows.rev, "obsrepo.repo": rows.repo, "obsrepo.seq": str(rows.seqs[-1])}
         head = request.published.get(rows.repo, ((0, ""),))[-1][0]
         for name in TABLES:
-            with _lost_race_refused(catalog_name, namespace, name):
+            with environment(catalog_name, namespace, name), _lost_race_refused(catalog_name, namespace, name):
                 _append(catalog, namespace, name, tables[name], rows, head, summary, settings)
     return Published(catalog_name, namespace, rows.to_json())
 

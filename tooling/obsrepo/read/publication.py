@@ -61,6 +61,9 @@ class Change:
     appeared: dict[str, list[int]] = field(default_factory=dict)
     left: set[str] = field(default_factory=set)
     entities: set[str] = field(default_factory=set)
+    # retracted before, and no longer seen at all (expired, raised above the ceiling): a
+    # removal of theirs is published, and must leave with their rows if the head withholds them
+    vanished: set[str] = field(default_factory=set)
 
 
 def changing(scope: ReadScope, shas: list[str]) -> str:
@@ -124,6 +127,7 @@ def step(scope: ReadScope, before: State) -> tuple[State, Change]:
             now[obs_id] = entity
             change.appeared.setdefault(obs_id, []).append(row_id)
     change.left = was.keys() - now.keys()
+    change.vanished = {obs_id for obs_id, _, _, gone in old if gone} - {row[0] for row in new}
     change.appeared = {i: rows for i, rows in change.appeared.items() if i not in was}
     change.entities = {e for e in (was.get(i) or now.get(i) for i in change.left | change.appeared.keys()) if e}
     return _finish(scope, retracted, before.only), change
@@ -198,6 +202,15 @@ def _in(ids: set[str]) -> str:
     return "(SELECT unnest(" + ("[" + ", ".join(literal(i) for i in sorted(ids)) + "]" if ids else "[]::VARCHAR[]") + "))"
 
 
+def held_back(scope: ReadScope) -> int:
+    """How many observations the binding sees at the scope's commit that its ceiling keeps out."""
+    from ..index.stewardship import above_ceiling_sql
+
+    if scope.ceiling is None:
+        return 0
+    return int(scope.one(f"SELECT count(DISTINCT o.id) FROM {above_ceiling_sql('visible_all', scope.raised, scope.ceiling)}")[0])
+
+
 def additions(scope: ReadScope, repo: str, rows: dict[int, list[int]]) -> dict[str, Any]:
     """The rows of `observations`, `observation_fields` and `relations` for the observations
     that appear at each seq (seq → their row ids in `obs_versions`), every seq in one pass:
@@ -222,14 +235,14 @@ def _added(scope: ReadScope, repo: str) -> dict[str, Any]:
     return {
         "observations": _arrow(scope, f"SELECT {head}, {OBSERVATION}, o.publication_seq AS added_seq "
                                       "FROM publication_added AS o ORDER BY added_seq, o.id"),
-        "observation_fields": _arrow(scope, f"SELECT {head}, o.id, o.entity AS entity_id, f.key AS field, "
-                                            "f.value::VARCHAR AS value_json, o.publication_seq AS added_seq "
+        "observation_fields": _arrow(scope, f"SELECT {head}, o.id AS observation_id, o.entity, f.key AS field, "
+                                            "f.value::VARCHAR AS value, o.publication_seq AS added_seq "
                                             "FROM publication_added AS o, json_each(o.fields) AS f "
-                                            "WHERE o.fields IS NOT NULL ORDER BY added_seq, o.id, f.key"),
-        "relations": _arrow(scope, f"SELECT {head}, o.id AS observation_id, o.r.type AS type, o.entity AS source_entity_id, "
-                                   "o.r.target AS target_entity_id, o.publication_seq AS added_seq FROM "
+                                            "WHERE o.fields IS NOT NULL ORDER BY added_seq, observation_id, field"),
+        "relations": _arrow(scope, f"SELECT {head}, o.id AS observation_id, o.r.type AS type, o.entity AS source_entity, "
+                                   "o.r.target AS target_entity, o.publication_seq AS added_seq FROM "
                                    "(SELECT id, entity, publication_seq, unnest(relations) AS r FROM publication_added) AS o "
-                                   "ORDER BY added_seq, observation_id, type, target_entity_id"),
+                                   "ORDER BY added_seq, observation_id, type, target_entity"),
     }
 
 
@@ -237,8 +250,8 @@ def removals(repo: str, gone: list[tuple[int, str, str]]) -> Any:
     """`observation_removals` rows: (seq, id, reason)."""
     import pyarrow as pa
 
-    rows = [{"repo": repo, "id": i, "removed_seq": seq, "reason": reason} for seq, i, reason in sorted(gone)]
-    return pa.Table.from_pylist(rows, schema=pa.schema([("repo", pa.string()), ("id", pa.string()),
+    rows = [{"repo": repo, "observation_id": i, "removed_seq": seq, "reason": reason} for seq, i, reason in sorted(gone)]
+    return pa.Table.from_pylist(rows, schema=pa.schema([("repo", pa.string()), ("observation_id", pa.string()),
                                                        ("removed_seq", pa.int32()), ("reason", pa.string())]))
 
 
