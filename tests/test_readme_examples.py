@@ -3,12 +3,14 @@ aside) runs on the demo data, as a newcomer would run it.
 
 The convention, for whoever writes README.md or a page under docs/:
 
-* Every fenced ```sh block is read. A command is one line with its `\\` continuations; comment
+* Every fenced shell block (```sh, ```bash, ```shell) is read. A command is one line with its `\\` continuations; comment
   lines are skipped, and so is a trailing `# …` comment.
 * The commands that run obsrepo — those starting with `obsrepo `, or piping into it
   (`echo … | obsrepo …`) — are run, block after block, README.md first and then the pages of
   docs/ by path, in one fresh clone of this repository (the demo data is its own
-  `observations/`, `comprehension/` and `schemas/`), with `obsrepo` being `python -m obsrepo`.
+  `observations/`, `comprehension/` and `schemas/`), with `obsrepo` being `python -m obsrepo`
+  (a plain `obsrepo …` line, without pipes, redirections, variables or assignments, runs through
+  the same entry in the test's own process, as tests/helpers.py `in_process` runs the CLI).
   What they write stays in that throwaway clone, so a page may build on what an earlier one
   wrote. A command that an earlier page already ran, after the same assignments, runs once.
 * A line `NAME=$(…)` is kept and run before each later command of its block (the review example
@@ -23,19 +25,22 @@ The convention, for whoever writes README.md or a page under docs/:
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import git_env
+from helpers import git_env, in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 # README first, then every page of docs/ but the generated reference (no shell examples: each
 # command's own examples are click's, run by tests/test_cli.py's help test)
 PAGES = [ROOT / "README.md", *sorted(path for path in (ROOT / "docs").rglob("*.md")
                                    if path.relative_to(ROOT / "docs").parts[0] != "reference")]
+SHELL_FENCES = {"```sh", "```bash", "```shell"}
+PLAIN = re.compile(r"^obsrepo [^|<>$`;&()\\]*$")  # one obsrepo command and its words, nothing for a shell to do
 SKIP = re.compile(r"^<!-- examples: not run \(.+\) -->$")
 EXPECTED_EXIT = re.compile(r"#\s*exit (\d+)\s*$")
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=\$\(")
@@ -74,7 +79,7 @@ def readme_examples(text: str) -> list[Example]:
     lines = text.splitlines()
     number = 0
     while number < len(lines):
-        if lines[number].strip() != "```sh":
+        if lines[number].strip() not in SHELL_FENCES:
             number += 1
             continue
         skipped = number > 0 and SKIP.match(lines[number - 1].strip())
@@ -137,9 +142,17 @@ def test_every_shell_example_of_the_readme_and_the_docs_runs_on_the_demo_data(de
         if script in ran:
             continue
         ran.add(script)
-        proc = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
+        proc = _run(script, example, clone, env)
         shown = proc.stdout.strip() or proc.stderr.strip() or WRITES_A_FILE.search(example.command)
         if proc.returncode != example.exit_code or not shown or FOUND_NOTHING.match(proc.stdout.strip()):
             failed.append(f"{page.relative_to(ROOT)}:{example.line}: exit {proc.returncode} (expected {example.exit_code}): "
                           f"{example.command}\n{proc.stderr.strip()[-600:]}")
     assert not failed, "\n\n".join(failed)
+
+
+def _run(script: str, example: Example, clone: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The example as bash runs it; a plain `obsrepo …` line through the program's entry in process."""
+    if not example.setup and PLAIN.match(example.command):
+        words = shlex.split(example.command, comments=True)
+        return in_process(words[1:], cwd=clone, env=env)
+    return subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True, text=True, timeout=120)
