@@ -182,7 +182,8 @@ def _features(con: Any, p: str) -> None:
 
     con.register(f"{p}_norm_in", pa.table({"raw": raws, "norm": [normalize(r) for r in raws]}))
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {p}_features AS
-        SELECT row_number() OVER (ORDER BY v.entity_id, v.field, f.role) AS fid, v.entity_id, v.entity_type, v.field, f.role, f.method, v.raw, v.obs,
+        SELECT row_number() OVER (ORDER BY v.entity_id, v.field, f.role) AS fid,
+               v.entity_id, v.entity_type, v.field, f.role, f.method, v.raw, v.obs,
                CASE WHEN f.method = 'date' THEN regexp_replace(v.raw, '[^0-9]', '', 'g') ELSE n.norm END AS norm,
                TRY_CAST(v.raw AS DOUBLE) AS num
         FROM {p}_values v JOIN {p}_fields f USING (entity_type, field) JOIN {p}_norm_in n USING (raw)""")
