@@ -36,6 +36,7 @@ READERS: dict[str, list[str]] = {
     "related": ["company/acme"],
     "timeline": [],
     "history": ["company/acme"],
+    "identities": [],
     "correct": ["company/acme", "name", "Acme Inc", "--reason", "typo"],
     "retract": ["obs-20260213-102500-0001", "--reason", "wrong"],
     "diff": [],
@@ -46,7 +47,7 @@ READERS: dict[str, list[str]] = {
     "recall": [],
 }
 # mcp and watch: servers (tests/test_mcp.py, tests/test_watch.py); the others write or export
-NOT_READERS = {"check", "init", "new", "relate", "merge", "mcp", "watch", "feedback", "reclassify", "comprehend", "export", "embed",
+NOT_READERS = {"check", "init", "new", "relate", "merge", "distinct", "mcp", "watch", "feedback", "reclassify", "comprehend", "export", "embed",
                "publish", "serve"}
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 

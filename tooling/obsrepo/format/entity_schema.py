@@ -31,7 +31,7 @@ def read_entity_schema(path: str, data: bytes) -> tuple[dict[str, Any] | None, l
         line, col = doc.loc(key_path)
         issues.append(Issue(path, max(line - 1, 1), col, errors.VALIDATION_ERROR, "entity-schema", message))
 
-    known = ("spec", "type", "fields", "temporal_fields")
+    known = ("spec", "type", "fields", "temporal_fields", "identity")
     for key in sorted(set(front) - set(known)):
         bad((key,), f"unknown key '{key}'{did_you_mean(key, known)}")
     if front.get("spec") != "entity-schema/v1":
@@ -56,4 +56,9 @@ def read_entity_schema(path: str, data: bytes) -> tuple[dict[str, Any] | None, l
         if not isinstance(item, dict) or set(item) - {"field", "event_type"} or not _FIELD.match(str(item.get("field", ""))) \
                 or not _EVENT_TYPE.match(str(item.get("event_type", ""))):
             bad(("temporal_fields", index), "each temporal field is {field: name, event_type: PascalCase}")
+    if "identity" in front:
+        from .identity import parse_identity
+
+        for key_path, message in parse_identity(front["identity"])[1]:
+            bad(("identity", *key_path), message)
     return (front if not issues else None), issues

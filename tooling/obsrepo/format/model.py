@@ -44,7 +44,8 @@ COMPREHENSION_SPEC = "comprehension/v1"
 OBSERVATION_ID = r"^obs-[a-z0-9]+(-[a-z0-9]+)*$"
 ENTITY_ID = r"^[a-z][a-z0-9_]*/[^\s/][^\s]*$"
 RELATION_TYPE = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
-KNOWN_RELATIONS = ("PART_OF", "CORRECTS", "REFERS_TO", "SETTLES", "DUPLICATE_OF", "DEPENDS_ON", "SUPERSEDES")
+KNOWN_RELATIONS = ("PART_OF", "CORRECTS", "REFERS_TO", "SETTLES", "DUPLICATE_OF", "DEPENDS_ON", "SUPERSEDES",
+                   "DISTINCT_FROM")
 
 _OBS_ID = re.compile(OBSERVATION_ID)
 _ENTITY = re.compile(ENTITY_ID)

@@ -20,6 +20,7 @@ from ..gitstore import Git
 from .adding import add, touch
 from .engine import damage_errors
 from .entity_table import refresh_snapshots
+from .identity_table import refresh_identity
 from .generations import publish
 from .keyed import close_keyed
 from .paths import unwritable
@@ -169,6 +170,7 @@ def _write(build: BuildContext, existing: list[str] | None, early: Future[str] |
             raise StrictFailure
         result.semantic = refresh_vectors(git, con, build.embedder, update=existing is not None)
         refresh_snapshots(git, con, target, result)
+        refresh_identity(git, con, target)
         refresh_weights(git, con, target)
         if existing is None:
             con.execute(VIEWS)  # a copy of the same format has them already

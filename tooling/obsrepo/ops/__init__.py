@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .adopt import Init, Initialized, init
     from .beliefs import Belief, BeliefShown
     from .embedding import EmbedInfo, EmbedPull
+    from .identity import Distinct, Identities, IdentityCandidates
     from .entities import Entities, Find, History, Observations, Provenance, Related, Relations, Snapshot, Timeline
     from .publication import Publication, PublicationRows
     from .reads import Comprehensions, Export, Facets, Query, Retention, Show, Sql, Status
@@ -46,6 +47,7 @@ _WHERE = {
     "Correct": "writes",
     "Destination": "values",
     "Diff": "review",
+    "Distinct": "identity",
     "EmbedInfo": "embedding",
     "EmbedPull": "embedding",
     "Entities": "entities",
@@ -54,6 +56,8 @@ _WHERE = {
     "Feedback": "writes",
     "Find": "entities",
     "History": "entities",
+    "Identities": "identity",
+    "IdentityCandidates": "identity",
     "Index": "review",
     "Init": "adopt",
     "Initialized": "adopt",
@@ -88,7 +92,7 @@ _WHERE = {
     "init": "adopt",
     "run": "registry",
 }
-_OPERATION_MODULES = ("reads", "entities", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall")
+_OPERATION_MODULES = ("reads", "entities", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall", "identity")
 
 
 def __getattr__(name: str) -> Any:
@@ -106,7 +110,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "OPERATIONS", "Answer", "Belief", "BeliefShown", "Binding", "Block", "Ceiling", "Check", "CheckDocument", "Comprehend",
     "Comprehensions", "Correct",
-    "Destination", "Diff", "EmbedInfo", "EmbedPull", "Entities", "Export", "Facets", "Feedback", "Find", "History", "Index", "Init",
+    "Destination", "Diff", "Distinct", "Identities", "IdentityCandidates", "EmbedInfo", "EmbedPull", "Entities", "Export", "Facets", "Feedback", "Find", "History", "Index", "Init",
     "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
     "Recall", "Reclassify", "Relate", "Related",

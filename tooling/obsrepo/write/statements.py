@@ -110,6 +110,12 @@ def merge(from_entity: str, into_entity: str, *, reason: str, source: str) -> di
             "entity": from_entity, "relations": [{"type": "DUPLICATE_OF", "target": into_entity}]}
 
 
+def distinct(entity: str, other: str, *, reason: str, source: str) -> dict[str, Any]:
+    """ENTITY and OTHER are not the same (DISTINCT_FROM, docs/design.md §20)."""
+    return {"source": source, "event": f"{entity} and {other} are distinct: {reason}", "type": "distinct",
+            "entity": entity, "relations": [{"type": "DISTINCT_FROM", "target": other}]}
+
+
 def feedback(state: NearState, target: str, outcome: str, binding: dict[str, str], *, session: str | None,
              source: str, timestamp: str | None = None) -> dict[str, Any]:
     """Feedback on `target` (accepted, rejected, rework, misleading), in the writer's `binding`,

@@ -1,0 +1,50 @@
+"""The `identity_candidates` and `identity_weights` tables (docs/design.md §20): the identity
+review queue at the indexed commit, over every tenant's observations (what an unbound caller
+sees; a bound caller's queue is computed from what it sees, read/identity.py). Recomputed
+whole at every build and update: the queue depends on every snapshot of a type (its weights,
+its blocks), and the SQL is near linear (bench/identity)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..gitstore import Git
+from .entity_table import CURRENT
+
+TABLES = """
+CREATE TABLE IF NOT EXISTS identity_candidates (
+    entity_a VARCHAR NOT NULL, entity_b VARCHAR NOT NULL, entity_type VARCHAR NOT NULL,
+    score DOUBLE NOT NULL, tier VARCHAR NOT NULL, evidence JSON NOT NULL
+);
+CREATE TABLE IF NOT EXISTS identity_weights (
+    entity_type VARCHAR NOT NULL, field VARCHAR NOT NULL, method VARCHAR NOT NULL, weight DOUBLE NOT NULL
+);
+"""
+
+
+def distinct_pairs(con: Any, relation: str, merges: dict[str, str]) -> list[tuple[str, str]]:
+    """The pairs declared distinct (DISTINCT_FROM, not retracted) among the rows of `relation`,
+    each side as its survivor."""
+    from ..format.reduce import survivor
+    from .stewardship import retracted_sql
+
+    rows = con.execute(f"""SELECT x.entity, x.r.target FROM (
+            SELECT o.entity, o.row_id, unnest(o.relations) AS r FROM {relation} AS o WHERE o.entity IS NOT NULL) AS x
+        WHERE x.r.type = 'DISTINCT_FROM' AND x.row_id NOT IN ({retracted_sql(relation)})""").fetchall()
+    pairs = {tuple(sorted((survivor(a, merges) or a, survivor(b, merges) or b))) for a, b in rows}
+    return sorted((a, b) for a, b in pairs if a != b)
+
+
+def refresh_identity(git: Git, con: Any, target: str) -> None:
+    from ..format.reduce import merge_map, retracted_ids
+    from .identity import compute, specs_at
+    from .reducer_rows import special_rows
+
+    con.execute(TABLES)
+    special = special_rows(con, CURRENT)
+    merges = merge_map(special, retracted_ids(special))
+    out = compute(con, "entity_snapshots", specs_at(git, target), distinct_pairs(con, CURRENT, merges))
+    con.execute("DELETE FROM identity_candidates")
+    con.execute("DELETE FROM identity_weights")
+    con.execute(f"INSERT INTO identity_candidates SELECT * FROM {out} ORDER BY score DESC, entity_a, entity_b")
+    con.execute("INSERT INTO identity_weights SELECT * FROM ident_weights ORDER BY ALL")
