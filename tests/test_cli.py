@@ -47,8 +47,8 @@ READERS: dict[str, list[str]] = {
     "recall": [],
 }
 # mcp and watch: servers (tests/test_mcp.py, tests/test_watch.py); the others write or export
-NOT_READERS = {"check", "init", "new", "relate", "merge", "distinct", "mcp", "watch", "feedback", "reclassify", "comprehend", "export", "embed",
-               "publish", "serve"}
+NOT_READERS = {"check", "init", "new", "relate", "merge", "distinct", "mcp", "watch", "feedback", "reclassify", "comprehend",
+               "export", "embed", "publish", "serve"}
 TEXT_FORMAT = {"query": "short", "sql": "table"}  # the others: text
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from .. import errors
-from ..ops import Distinct, Identities, run
+from ..ops import Distinct, Identities, Session, run
 from .app import main
 from .errors import _emit_json, handled
 from .options import _paged, at_option, examples, json_or_text, read_options, read_session
@@ -25,7 +25,7 @@ from .write import render_written, write_options, writer
 @handled
 @read_session
 def identities(entity_type: str | None, min_score: float | None, as_of: str | None, at: str | None, limit: int,
-               offset: int, output_format: str, door) -> int:
+               offset: int, output_format: str, door: Session) -> int:
     """Pairs of entities that may be the same, best first.
 
     Pairs of surviving entities of one type, not merged and not declared distinct: `strong`

@@ -20,8 +20,8 @@ from ..gitstore import Git
 from .adding import add, touch
 from .engine import damage_errors
 from .entity_table import refresh_snapshots
-from .identity_table import refresh_identity
 from .generations import publish
+from .identity_table import refresh_identity
 from .keyed import close_keyed
 from .paths import unwritable
 from .plan import UpdatePlan, plan_update

@@ -19,8 +19,8 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .adopt import Init, Initialized, init
     from .beliefs import Belief, BeliefShown
     from .embedding import EmbedInfo, EmbedPull
-    from .identity import Distinct, Identities, IdentityCandidates
     from .entities import Entities, Find, History, Observations, Provenance, Related, Relations, Snapshot, Timeline
+    from .identity import Distinct, Identities, IdentityCandidates
     from .publication import Publication, PublicationRows
     from .reads import Comprehensions, Export, Facets, Query, Retention, Show, Sql, Status
     from .recall import Block, Recall
@@ -110,7 +110,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "OPERATIONS", "Answer", "Belief", "BeliefShown", "Binding", "Block", "Ceiling", "Check", "CheckDocument", "Comprehend",
     "Comprehensions", "Correct",
-    "Destination", "Diff", "Distinct", "Identities", "IdentityCandidates", "EmbedInfo", "EmbedPull", "Entities", "Export", "Facets", "Feedback", "Find", "History", "Index", "Init",
+    "Destination", "Diff", "Distinct", "Identities", "IdentityCandidates", "EmbedInfo", "EmbedPull", "Entities", "Export",
+    "Facets", "Feedback", "Find", "History", "Index", "Init",
     "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
     "Recall", "Reclassify", "Relate", "Related",

@@ -23,7 +23,8 @@ def candidates(scope: ReadScope, entity_type: str | None = None, min_score: floa
                as_of: datetime | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
     check_page(limit, offset)
     table = "identity_candidates" if scope.as_indexed and as_of is None else _computed(scope, entity_type, as_of)
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[object] = []
     if entity_type:
         clauses.append("entity_type = ?")
         params.append(entity_type)
