@@ -29,9 +29,14 @@ def get(app: Any, target: bytes | str, method: str = "GET") -> tuple[int, dict[s
              "path": unquote(raw_path.decode("ascii")), "raw_path": raw_path, "query_string": query, "root_path": "",
              "headers": [(b"host", f"{HOST}:{PORT}".encode())], "client": ("127.0.0.1", 40000), "server": (HOST, PORT)}
     sent: list[dict[str, Any]] = []
+    asked: list[bool] = []
 
     async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        if not asked:  # the (empty) body once; then, as a client that stays, nothing until the answer ends
+            asked.append(True)
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)

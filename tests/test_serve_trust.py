@@ -114,8 +114,8 @@ def test_the_entity_page_says_the_rule_that_decided_each_field_in_words(apps):
                      "size": "last write later (2026-02-11 09:00 UTC over 2026-02-10 09:00 UTC)",
                      "tags": "merged array the values of 2 observations merged",
                      "vat": "most specific more specific (0.2 over 0.0)"}
-    for page in (page, get(unbound, "/")[2], get(unbound, "/diff/HEAD~1..HEAD")[2]):
-        assert not re.search(r"\b(last_write|merge_array|most_specific|highest_priority)\b", page)
+    for shown in (page, get(unbound, "/")[2], get(unbound, "/diff/HEAD~1..HEAD")[2]):
+        assert not re.search(r"\b(last_write|merge_array|most_specific|highest_priority)\b", shown)
 
 
 def test_an_observation_page_links_what_corrects_it_and_what_retracts_it(story, apps):
