@@ -138,3 +138,31 @@ def test_a_phone_never_scrolls_sideways_and_dark_mode_is_dark(browser, server, s
     page.screenshot(path=str(shots / "entity-phone-dark.png"), full_page=True)
     assert watched.errors == []
     context.close()
+
+
+def test_a_click_on_a_non_ascii_entity_in_the_static_preview_lands_on_its_page(browser, make_repo, tmp_path, shots):
+    """The preview opened from the file system, as a downloaded artifact is: a link to an entity
+    whose key is not ASCII leads to its page (docs/design.md §8b)."""
+    repo = make_repo()
+    base = repo.commit("empty", allow_empty=True)
+    repo.add(observation(obs_id(1), entity="company/café", fields={"name": "Café Zürich"}, event="A café opens"),
+             observation(obs_id(2), entity="person/o'brien", fields={"name": "Ann O'Brien"},
+                         relations=[{"type": "WORKS_AT", "target": "company/café"}]))
+    head = repo.commit("a café and its owner")
+    out = tmp_path / "preview"
+    proc = repo.obsrepo("serve", "--static", str(out), f"{base}..{head}")
+    assert proc.returncode == 0, proc.stderr
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    watched = Watched(context)
+    page = watched.page
+    page.goto((out / "index.html").as_uri())
+    page.get_by_role("link", name="person/o'brien").first.click()
+    page.wait_for_load_state()
+    assert page.get_by_role("heading", name="person/o'brien").is_visible(), page.url
+    page.get_by_role("link", name="company/café").first.click()
+    page.wait_for_load_state()
+    assert page.get_by_role("heading", name="company/café").is_visible(), page.url
+    assert "Café Zürich" in page.locator("table.snapshot").inner_text()
+    page.screenshot(path=str(shots / "preview-entity.png"))
+    assert watched.errors == []
+    context.close()
