@@ -84,6 +84,26 @@ def _no_sideways_scroll(page) -> None:
     assert width <= page.viewport_size["width"], (page.url, width)
 
 
+# every text run of every id (the page marks where a line may break: <wbr> after `-` and `/`)
+# laid out on one line: an id wraps only at those marks
+SPLIT_IDS = """() => [...document.querySelectorAll('.id')].flatMap(el => {
+  const runs = [...el.childNodes].filter(n => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+  return runs.filter(run => { const r = document.createRange(); r.selectNodeContents(run);
+    return new Set([...r.getClientRects()].map(box => Math.round(box.top))).size > 1; }).map(run => el.textContent);
+})"""
+
+
+def test_ids_wrap_only_at_their_separators_in_narrow_columns(browser, server):
+    base = f"http://127.0.0.1:{server.port}"
+    for width in (390, 700, 900):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        for path in ("/", "/search?q=phone", f"/entity/{ACME}", f"/observation/{obs_id(4)}"):
+            page.goto(base + path)
+            assert page.evaluate(SPLIT_IDS) == [], (width, path)
+        context.close()
+
+
 def test_a_person_browses_from_home_to_a_review(browser, server, shots):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     watched = Watched(context)

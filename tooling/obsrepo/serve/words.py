@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from markupsafe import Markup
 
-from .links import path
+from .links import breakable, path
 from .markdown import render
 
 # the rule that decided a field, in the words of docs/design.md §8b: the one mapping every page
@@ -92,11 +92,6 @@ def rule_words(reason: str | None) -> str:
     return f"{RULES[rule]}: {words}" if rule is not None and RULES[rule] != words else words
 
 
-def policy_words(policy: str | None) -> str:
-    """A field's policy name (`last_write`) in words."""
-    return RULES.get(policy or "", policy or "")
-
-
 def coverage(semantic: Mapping[str, Any] | None) -> str:
     """The index's semantic coverage (index/vectors.py) in words; a bound caller is told no counts."""
     if not semantic:
@@ -123,7 +118,7 @@ def paged(query: Mapping[str, list[str]], offset: int) -> str:
     return urlencode([(key, item) for key, items in query.items() if key != "offset" for item in items] + [("offset", offset)])
 
 
-FILTERS = {"facet_link": facet_link, "paged": paged,
+FILTERS = {"breakable": lambda name: Markup(breakable(name)), "facet_link": facet_link, "paged": paged,
            "value": value, "short": short, "when": when, "decided": decided, "rule_of": rule_of, "rule_words": rule_words,
-           "policy_words": policy_words, "coverage": coverage,
+           "coverage": coverage,
            "markdown": markdown, "path": path}
