@@ -84,6 +84,26 @@ def _no_sideways_scroll(page) -> None:
     assert width <= page.viewport_size["width"], (page.url, width)
 
 
+# every text run of every id (the page marks where a line may break: <wbr> after `-` and `/`)
+# laid out on one line: an id wraps only at those marks
+SPLIT_IDS = """() => [...document.querySelectorAll('.id')].flatMap(el => {
+  const runs = [...el.childNodes].filter(n => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+  return runs.filter(run => { const r = document.createRange(); r.selectNodeContents(run);
+    return new Set([...r.getClientRects()].map(box => Math.round(box.top))).size > 1; }).map(run => el.textContent);
+})"""
+
+
+def test_ids_wrap_only_at_their_separators_in_narrow_columns(browser, server):
+    base = f"http://127.0.0.1:{server.port}"
+    for width in (390, 700, 900):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        for path in ("/", "/search?q=phone", f"/entity/{ACME}", f"/observation/{obs_id(4)}"):
+            page.goto(base + path)
+            assert page.evaluate(SPLIT_IDS) == [], (width, path)
+        context.close()
+
+
 def test_a_person_browses_from_home_to_a_review(browser, server, shots):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     watched = Watched(context)
@@ -136,5 +156,33 @@ def test_a_phone_never_scrolls_sideways_and_dark_mode_is_dark(browser, server, s
     assert red + green + blue < 3 * 64, background  # a dark page in dark mode
     page.goto(base + f"/entity/{ACME}")
     page.screenshot(path=str(shots / "entity-phone-dark.png"), full_page=True)
+    assert watched.errors == []
+    context.close()
+
+
+def test_a_click_on_a_non_ascii_entity_in_the_static_preview_lands_on_its_page(browser, make_repo, tmp_path, shots):
+    """The preview opened from the file system, as a downloaded artifact is: a link to an entity
+    whose key is not ASCII leads to its page (docs/design.md §8b)."""
+    repo = make_repo()
+    base = repo.commit("empty", allow_empty=True)
+    repo.add(observation(obs_id(1), entity="company/café", fields={"name": "Café Zürich"}, event="A café opens"),
+             observation(obs_id(2), entity="person/o'brien", fields={"name": "Ann O'Brien"},
+                         relations=[{"type": "WORKS_AT", "target": "company/café"}]))
+    head = repo.commit("a café and its owner")
+    out = tmp_path / "preview"
+    proc = repo.obsrepo("serve", "--static", str(out), f"{base}..{head}")
+    assert proc.returncode == 0, proc.stderr
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    watched = Watched(context)
+    page = watched.page
+    page.goto((out / "index.html").as_uri())
+    page.get_by_role("link", name="person/o'brien").first.click()
+    page.wait_for_load_state()
+    assert page.get_by_role("heading", name="person/o'brien").is_visible(), page.url
+    page.get_by_role("link", name="company/café").first.click()
+    page.wait_for_load_state()
+    assert page.get_by_role("heading", name="company/café").is_visible(), page.url
+    assert "Café Zürich" in page.locator("table.snapshot").inner_text()
+    page.screenshot(path=str(shots / "preview-entity.png"))
     assert watched.errors == []
     context.close()

@@ -24,6 +24,11 @@ HOSTILE_BODY = ("Call [now](javascript:alert(1)) or [here](JaVaScRiPt:alert(2)) 
                 '<a href="javascript:alert(5)" onclick="alert(6)">raw</a>')
 
 
+def wbr(name: str) -> str:
+    """An id as a page shows it: a line may break after its `-` and `/` only."""
+    return name.replace("-", "-<wbr>").replace("/", "/<wbr>")
+
+
 def cli_json(repo: Repo, *args: str) -> Any:
     proc = repo.obsrepo(*args, "--format", "json")
     assert proc.returncode in (0, 1), proc
@@ -232,7 +237,7 @@ def test_any_other_bind_needs_a_token(demo):
 def test_the_entity_page_shows_the_neighbourhood_and_the_comprehension_page_the_belief(demo, server):
     body = server.get(f"/entity/{ACME}")[2]
     assert body.index("Challengers") < body.index("Neighbourhood") < body.index("Timeline")
-    assert '<a class="id" href="/entity/company/holding">company/holding</a>' in body.split("Neighbourhood", 1)[1]
+    assert '<a class="id" href="/entity/company/holding">company/<wbr>holding</a>' in body.split("Neighbourhood", 1)[1]
     status, _, body = server.get("/comprehension/comp-acme")
     assert status == 200 and "Acme moved to 456" in body and "a more specific reading" in body
     history = body.split("Confidence history", 1)[1]
@@ -325,7 +330,7 @@ def test_the_static_preview_writes_the_review_and_every_touched_page_with_relati
     assert f'href="entity/{ACME}.html"' in review and "more specific" in review
     entity = (out / "entity" / ACME).with_suffix(".html").read_text("utf-8")
     assert f'href="../../observation/{demo.change.id}.html"' in entity and 'href="../../style.css"' in entity
-    assert f'<span class="id">{demo.first.id}</span>' in entity  # not touched: its id, not a dead link
+    assert f'<span class="id">{wbr(demo.first.id)}</span>' in entity  # not touched: its id, not a dead link
     again = demo.repo.obsrepo("serve", "--static", str(out), f"{demo.base}..{demo.head}")
     assert again.returncode == 0 and not list(out.rglob("*.tmp")), again.stderr  # rewritten whole, nothing left over
     lone = demo.repo.obsrepo("serve", "--static", str(out))

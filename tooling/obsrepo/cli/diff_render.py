@@ -229,6 +229,8 @@ def render_show(shown: dict[str, Any]) -> str:
         for target in shown[key]:
             what = (f"{target['entity'] or 'no entity'}: {target['event']}" if target["exists"] else "not found")
             out.append(f"{key} {target['id']} ({what})")
+    if shown["corrected_by"]:
+        out.append(f"corrected by {', '.join(shown['corrected_by'])}")
     if shown["retracted_by"]:
         out.append(f"retracted by {', '.join(shown['retracted_by'])}: it counts for nothing")
     if shown["entity_id"]:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .entities import Entities, Find, History, Observations, Provenance, Related, Relations, Snapshot, Timeline
     from .identity import Distinct, Identities, IdentityCandidates
     from .publication import Publication, PublicationRows
-    from .reads import Comprehensions, Export, Facets, Query, Retention, Show, Sql, Status
+    from .reads import Comprehensions, Export, Facets, Overview, Query, Retention, Show, Sql, Status
     from .recall import Block, Recall
     from .registry import OPERATIONS, Answer, Operation, run
     from .review import Check, CheckDocument, Diff, Index
@@ -66,6 +66,7 @@ _WHERE = {
     "New": "writes",
     "OPERATIONS": "registry",
     "Observations": "entities",
+    "Overview": "reads",
     "Operation": "registry",
     "Page": "values",
     "ProposalBranch": "values",
@@ -113,7 +114,7 @@ __all__ = [
     "Destination", "Diff", "Distinct", "Identities", "IdentityCandidates", "EmbedInfo", "EmbedPull", "Entities", "Export",
     "Facets", "Feedback", "Find", "History", "Index", "Init",
     "Initialized", "Merge", "Moment", "New",
-    "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
+    "Observations", "Operation", "Overview", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
     "Recall", "Reclassify", "Relate", "Related",
     "Relations", "Retention", "Retract", "Rev", "Session", "Show", "Snapshot", "Sql", "Status", "Timeline", "WorkTree",
     "destination", "init", "run",

@@ -269,9 +269,39 @@ class IndexState(Answer):
 
 @operation("status", "reads")
 def status(session: Session, request: Status) -> IndexState:
+    """A bound caller (a tenant or a ceiling) is not told the index's counts: they are every
+    tenant's (docs/design.md §6, §8b); they read null."""
     from ..index.status import index_status
 
-    return IndexState(index_status(session.git, session.index_file, session.embedder))
+    state = index_status(session.git, session.index_file, session.embedder)
+    if session.binding or session.ceiling.level is not None:
+        state["overlay_documents"] = None
+        if state["last_update"]:
+            state["last_update"] = {**state["last_update"], **{k: None for k in ("added", "removed") if k in state["last_update"]}}
+        if state["semantic"]:
+            state["semantic"] = {**state["semantic"], "embedded": None, "pending": None}
+    return IndexState(state)
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What the inspector's home page says at one commit: observations counted, recent commits."""
+
+    recent: int = 10
+    at: At = None
+
+
+class Counted(Answer):
+    """{observations: {visible, retracted, listed, expired}, commits: [{commit, committed_at,
+    author, added, removed, first}], at_commit} — within the caller's binding and ceiling."""
+
+
+@operation("overview", "reads")
+def overview(session: Session, request: Overview) -> Counted:
+    from ..read.overview import overview as counted
+
+    page = Page.of(request.recent)
+    return Counted(session.read(lambda scope: counted(scope, page.limit), session.at(request.at)))
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,9 @@ def belief(scope: ReadScope, comprehension_id: str) -> dict[str, Any]:
     """One belief as a person reads it (the inspector's comprehension page, docs/design.md §17):
     the document at the scope's commit, the observations it cites (those it used marked), and
     its confidence version by version up to that commit. Hidden exactly like a missing one when
-    the caller cannot read every observation it cites."""
+    the caller cannot read every observation it cites; a bound caller's history holds only the
+    versions whose every cited observation it can read at that commit (one cited since removed
+    from the tree cannot be judged, so it hides its version: fail closed)."""
     seq = scope.one("SELECT seq FROM commits WHERE sha = ?", [scope.at_commit])
     if seq is None:
         raise UsageError("beliefs are shown at commits of the indexed branch", parameter="at")
@@ -64,11 +66,14 @@ def belief(scope: ReadScope, comprehension_id: str) -> dict[str, Any]:
         "c.path, c.\"commit\", c.author, strftime(c.committed_at, '%Y-%m-%dT%H:%M:%SZ'), c.removed_seq > ? "
         "FROM comp_versions AS c WHERE c.id = ? AND c.added_seq <= ? ORDER BY c.added_seq, c.version",
         [int(seq[0]), comprehension_id, int(seq[0])])
+    if scope.tenant or scope.ceiling is not None:
+        # each version judged by what it cited (docs/design.md §8b): an earlier version, or an
+        # earlier document of the same id, that cited what the caller cannot read is not shown
+        cited = sorted({i for row in rows for i in row[8]})
+        seen = {r[0] for r in scope.rows("SELECT DISTINCT id FROM visible WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+                                         [cited])} if cited else set()
+        rows = [row for row in rows if seen.issuperset(row[8])]
     current = rows[-1] if rows and rows[-1][15] else None
-    if current is not None and (scope.tenant or scope.ceiling is not None):
-        seen = scope.one("SELECT count(*) FROM visible WHERE id IN (SELECT unnest(?::VARCHAR[]))", [list(current[8])])
-        if seen is None or seen[0] < len(set(current[8])):
-            current = None
     if current is None:  # a belief the caller may not read reads exactly like one that does not exist
         raise NotFoundError(f"comprehension '{comprehension_id}' does not exist", code="REF_NOT_FOUND", id=comprehension_id)
     (version, topic, domain, verified, created, updated, prior, posterior, cited, used, body, path, commit, author,

@@ -28,6 +28,9 @@ def show(scope: ReadScope, observation_id: str) -> dict[str, Any]:
         "corrects": _targets(scope, list(corrects)), "retracts": _targets(scope, list(retracts)),
         "retracted_by": sorted(o.id for o in special if observation_id in o.retracts and o.id not in gone
                                and observation_id in gone),
+        # what corrects it: the caller's observations that name it in `corrects` (docs/design.md §8b)
+        "corrected_by": [r[0] for r in scope.rows("SELECT id FROM visible WHERE list_contains(corrects, ?) ORDER BY id",
+                                                  [observation_id]) if r[0] not in gone],
         "entity_id": None, "wins": {}, "at_commit": scope.at_commit,
     }
     if entity:

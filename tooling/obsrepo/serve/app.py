@@ -5,6 +5,10 @@ Errors of the door name request fields; here they are renamed to the URL's query
 (another tenant's id answers exactly like a missing one, because the door cannot tell them
 apart), 503 when git or the index fails, 500 for a bug (the traceback goes to the server's log,
 never to the page).
+
+Every URL is answered (docs/design.md §8b): what no id, name or revision can hold — a NUL, a
+character a bad percent-encoding left (U+FFFD), a path or value over `LONGEST` characters — is a
+400 naming the part of the URL, before anything reads; nothing of it reaches git or the index.
 """
 
 from __future__ import annotations
@@ -24,6 +28,19 @@ from .words import FILTERS
 
 HERE = Path(__file__).resolve().parent
 WITH_ARGUMENT = ("entity", "history", "observation", "comprehension", "diff")
+LONGEST = 2048  # characters of a path's argument or of a query value: ids and names are far shorter
+UNREADABLE = ("\0", "\ufffd")  # a NUL; what `%ff` or `%zz`-like bytes decode to
+
+
+def refuse_unreadable(argument: str, params: dict[str, list[str]]) -> None:
+    """A UsageError (400) naming the part of the URL no id, name or revision can be."""
+    parts = [("path", argument), *((name, name) for name in params),
+             *((name, value) for name, values in params.items() for value in values)]
+    for name, text in parts:
+        if any(mark in text for mark in UNREADABLE):
+            raise UsageError(f"{name} holds a NUL or bytes that are not UTF-8 text", parameter=name)
+        if len(text) > LONGEST:
+            raise UsageError(f"{name} is longer than {LONGEST} characters", parameter=name)
 
 
 def status_of(exc: ObsrepoError) -> int:
@@ -74,8 +91,10 @@ def application(session: Session, at: str | None = None) -> Any:
         params = {key: request.query_params.getlist(key) for key in request.query_params.keys()}
         given_at = params["at"][-1] if "at" in params else None
         ask = Ask(argument, params, given_at if given_at is not None else at)
-        keep = "?" + urlencode({"at": given_at}) if given_at is not None else ""
+        keep = ""
         try:
+            refuse_unreadable(argument, params)
+            keep = "?" + urlencode({"at": given_at}) if given_at is not None else ""
             shown = PAGES[page](session, ask)
         except ObsrepoError as exc:
             return failure(exc.renamed(QUERY_NAMES), as_json, keep)

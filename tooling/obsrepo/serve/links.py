@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from markupsafe import Markup, escape
 
@@ -52,8 +52,12 @@ class Links:
         if target is None:
             return self.plain(name)
         # escaped by hand rather than by Markup.format: a busy entity's page shows thousands of ids
-        return Markup(f'<a class="id" href="{escape(target)}">{escape(name)}</a>')
+        return Markup(f'<a class="id" href="{escape(target)}">{breakable(name)}</a>')
 
+
+    def search(self, **given: str) -> str:
+        """The search page narrowed by `given` filters, at the page's commit."""
+        return "/search?" + urlencode({**given, **dict(parse_qsl(self.keep.removeprefix("?")))})
 
     def review(self, commit: str) -> str | None:
         """The review page of the one commit `commit` (against its first parent)."""
@@ -62,7 +66,7 @@ class Links:
     @staticmethod
     def plain(name: str) -> Markup:
         """The id, monospaced, no link (a page that does not exist: a deleted belief, say)."""
-        return Markup(f'<span class="id">{escape(name)}</span>')
+        return Markup(f'<span class="id">{breakable(name)}</span>')
 
 
 class FileLinks(Links):
@@ -88,12 +92,27 @@ class FileLinks(Links):
     def href(self, kind: str, name: str, at: str | None = None) -> str | None:
         if (kind, name) not in self.written:
             return None
-        return self.up + file_name(kind, name)
+        return self.up + link_path(file_name(kind, name))
+
+
+def breakable(name: str) -> str:
+    """The id escaped, a line may break only after its `-` and `/` (the style sheet keeps an id
+    whole otherwise): `obs-20260213-…` never splits inside a number."""
+    return str(escape(name)).replace("-", "-<wbr>").replace("/", "/<wbr>")
 
 
 def file_name(kind: str, name: str) -> str:
-    """The page's file below the preview's root: the URL's path, with `.html`. Names are ids and
-    entity ids (`company/acme`), whose characters are safe in a path; anything else is
-    percent-encoded, so no name leaves the folder."""
-    return f"{kind}/{quote(name, safe='/:@').replace('..', '%2E%2E')}.html"
+    """The page's file below the preview's root: `KIND/NAME.html`, each segment of the name
+    percent-encoded to ASCII letters, digits and `_.-~%` (safe on every file system, and no
+    segment `.` or `..`: nothing leaves the folder; a name with an empty, `.` or `..` segment is
+    one file, its `/` encoded too). A link to it is `link_path` of this name."""
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return f"{kind}/{quote(name, safe='').replace('.', '%2E')}.html"
+    return f"{kind}/{'/'.join(quote(part, safe='') for part in parts)}.html"
 
+
+def link_path(file: str) -> str:
+    """The relative URL of a file `file_name` gave: its `%` encoded, so a browser that decodes
+    the link finds the file by its name exactly."""
+    return quote(file, safe="/")

@@ -2,7 +2,9 @@
 door, and the answer as a template's context. The JSON twin of a page is the same answers, each
 equal to the command line's JSON for the same question:
 
-    /                       {status, entities, recent}   status; entities; query --limit 10
+    /                       {status, entities, recent, overview, types}: status; entities;
+                            query --limit 10; the counts and recent commits the page
+                            says (visible ones only); query's facets by type
     /search?q=…&scope=…     query --text … --scope … (facets are the page's own)
     /entity/TYPE/KEY        {snapshot, relations, neighbourhood, timeline}: snapshot --explain;
                             relations; related --hops 2 --limit 24; timeline --entity
@@ -30,6 +32,7 @@ from ..ops import (
     Entities,
     Facets,
     History,
+    Overview,
     Query,
     Related,
     Relations,
@@ -83,9 +86,14 @@ class Answer:
 
 
 def home(session: Session, ask: Ask) -> Answer:
-    answers = {"status": run(session, Status()).to_json(),
-               "entities": run(session, Entities(at=ask.at)).to_json(),
-               "recent": run(session, Query(limit=RECENT, at=ask.at)).to_json()}
+    """Every count, type and commit through the session's binding and ceiling (docs/design.md
+    §8b): a bound server's home page is its tenant's repository."""
+    with session.together():
+        answers = {"status": run(session, Status()).to_json(),
+                   "entities": run(session, Entities(at=ask.at)).to_json(),
+                   "recent": run(session, Query(limit=RECENT, at=ask.at)).to_json(),
+                   "overview": run(session, Overview(recent=RECENT, at=ask.at)).to_json(),
+                   "types": run(session, Facets(Query(at=ask.at))).to_json()["facets"].get("type", [])}
     return Answer("home.html", answers, answers)
 
 
