@@ -19,7 +19,7 @@ from .report import Issue
 from .vocabulary import ACYCLIC_RELATIONS, COMPREHENSION_DIR, OBSERVATIONS_DIR  # noqa: F401 - re-exported
 
 _EPOCH = datetime(1970, 1, 1)
-_MOMENTS = ("timestamp", "created", "updated")  # the datetimes of a record
+_MOMENTS = ("timestamp", "created", "updated", "valid_from", "valid_until")  # the datetimes of a record
 
 
 def _micros(moment: datetime) -> int:
