@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .registry import OPERATIONS, Answer, Operation, run
     from .review import Check, CheckDocument, Diff, Index
     from .session import Session
+    from .time import Intervals
     from .values import Binding, Ceiling, Destination, Moment, Page, ProposalBranch, Rev, WorkTree, destination
     from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relate, Retract
 
@@ -56,6 +57,7 @@ _WHERE = {
     "History": "entities",
     "Index": "review",
     "Init": "adopt",
+    "Intervals": "time",
     "Initialized": "adopt",
     "Merge": "writes",
     "Moment": "values",
@@ -88,7 +90,7 @@ _WHERE = {
     "init": "adopt",
     "run": "registry",
 }
-_OPERATION_MODULES = ("reads", "entities", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall")
+_OPERATION_MODULES = ("reads", "entities", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall", "time")
 
 
 def __getattr__(name: str) -> Any:
@@ -107,6 +109,7 @@ __all__ = [
     "OPERATIONS", "Answer", "Belief", "BeliefShown", "Binding", "Block", "Ceiling", "Check", "CheckDocument", "Comprehend",
     "Comprehensions", "Correct",
     "Destination", "Diff", "EmbedInfo", "EmbedPull", "Entities", "Export", "Facets", "Feedback", "Find", "History", "Index", "Init",
+    "Intervals",
     "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
     "Recall", "Reclassify", "Relate", "Related",

@@ -261,7 +261,7 @@ class Snapshots:
         by_policies: dict[tuple, list[int]] = {}
         for seq in waiting:
             by_policies.setdefault(tuple(sorted(all_policies(self.scope.git, self.schemas[seq]).items())), []).append(seq)
-        relation = ("(SELECT c.eid AS entity, o.id, o.priority, o.specificity, o.timestamp, o.fields FROM "
+        relation = ("(SELECT c.eid AS entity, o.id, o.priority, o.specificity, o.timestamp, o.fields, o.valid_from, o.valid_until FROM "
                     "publication_candidates AS c JOIN obs_versions AS o USING (row_id) WHERE c.seq IN (SELECT unnest(?::INTEGER[])))")
         reduced: dict[int, dict[str, Any]] = {seq: {} for seq in waiting}
         for policies, group in by_policies.items():
