@@ -41,9 +41,10 @@ def field_intervals(entity: str, observations: Iterable[Obs], policies: dict[str
     spelled: dict[str, str] = {}
     for o in sorted(candidates, key=lambda o: o.id):
         start, until = effective(o)
-        spelled.setdefault(keys[id(o)][0], start)
-        if until is not None:
-            spelled.setdefault(keys[id(o)][1], until)  # type: ignore[index]
+        start_key, until_key = keys[id(o)]
+        spelled.setdefault(start_key, start)
+        if until is not None and until_key is not None:
+            spelled.setdefault(until_key, until)
     bounds = sorted(spelled)
     wanted = set(fields) if fields is not None else None
     names = sorted({n for o in candidates for n in o.fields if n != "_deleted" and (wanted is None or n in wanted)})
@@ -112,7 +113,10 @@ def _merged_states(candidates: list[Obs], name: str, bounds: list[str]) -> list[
         if not holding:
             states.append(None)
             continue
-        value, provenance, _ranked, _rule = _field(name, "merge_array", lambda p, h=holding: rank(p, h))
+        def ranked_by(policy: str, among: list[Obs] = holding) -> list[Obs]:
+            return rank(policy, among)
+
+        value, provenance, _ranked, _rule = _field(name, "merge_array", ranked_by)
         corrected = any(o.priority >= CORRECTION_PRIORITY for o in holding)
         states.append(None if value is _ABSENT else (value, provenance, "correction" if corrected else "merge_array"))
     return states

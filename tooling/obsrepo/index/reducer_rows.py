@@ -14,7 +14,6 @@ from ..format.vocabulary import ENTITY_SCHEMAS_DIR, POLICIES, entity_schema_path
 from ..gitstore import Git
 
 
-
 def instant(column: str) -> str:
     """An instant as the reducer writes it (`format_timestamp`: UTC, `Z`, microseconds only when
     there are any), spelled by DuckDB: no datetime parsed and printed again in Python for each
