@@ -28,8 +28,9 @@ from .options import examples, read_options, read_session
 @read_session
 def intervals(entity: str, fields: tuple[str, ...], at: str | None, max_classification: str | None, output_format: str,
               door: Session) -> int:
-    """ENTITY's fields over valid time: per field, the periods over which its value is constant.
+    """ENTITY's fields over valid time, period by period.
 
+    Per field, the maximal periods over which its reduced value is constant.
     Each period is [from, until) (until null: open), with the value, the observation that
     decided and its commit; a period where the field is absent is not listed. With --at, what
     the repository believed at that commit about every moment.
