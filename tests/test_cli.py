@@ -37,6 +37,7 @@ READERS: dict[str, list[str]] = {
     "timeline": [],
     "history": ["company/acme"],
     "identities": [],
+    "intervals": ["company/acme"],
     "correct": ["company/acme", "name", "Acme Inc", "--reason", "typo"],
     "retract": ["obs-20260213-102500-0001", "--reason", "wrong"],
     "diff": [],
@@ -122,7 +123,7 @@ def test_shell_completion_as_the_docs_set_it_up_completes_commands_and_choices(r
         script = _completion(repo, _OBSREPO_COMPLETE=f"{shell}_source")
         assert script.returncode == 0 and "_OBSREPO_COMPLETE" in script.stdout and script.stderr == "", (shell, script)
     commands = _completion(repo, _OBSREPO_COMPLETE="bash_complete", COMP_WORDS="obsrepo in", COMP_CWORD="1")
-    assert commands.stdout.split() == ["plain,index", "plain,init"], commands
+    assert commands.stdout.split() == ["plain,index", "plain,init", "plain,intervals"], commands
     choices = _completion(repo, _OBSREPO_COMPLETE="bash_complete", COMP_WORDS="obsrepo query --format ", COMP_CWORD="3")
     assert choices.stdout.split() == [f"plain,{mode}" for mode in ("short", "full", "json", "jsonl")], choices
 

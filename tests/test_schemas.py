@@ -106,11 +106,12 @@ ONLY_CHECK = {
     # comparisons between values
     "comprehension-dates": {"comprehension-dates"},
     "observations-used-subset": {"comprehension-observations-used"},
+    "valid-range": {"valid-range"},
     # a real calendar date (2026-02-30): `format: date-time` is only an annotation to most validators
     "timestamp-format": {"timestamp-not-a-date"},
     # years 0001..9999 after conversion to UTC: arithmetic on the offset, beyond a pattern
     "timestamp-range": {"comprehension-date-range", "timestamp-range-early", "timestamp-range-late",
-                        "timestamp-range-year-zero"},
+                        "timestamp-range-year-zero", "valid-year-zero"},
 }
 
 

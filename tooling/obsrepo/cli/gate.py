@@ -55,6 +55,8 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
 @click.option("--type", "type_", help="Event kind, e.g. task.updated.")
 @click.option("--timestamp", help="ISO 8601 with a timezone, or a date meaning midnight UTC (default: now).")
 @click.option("--scope", multiple=True, help="A scope id (repeatable).")
+@click.option("--valid-from", metavar="TIME", help="The facts hold from this instant (default: the timestamp).")
+@click.option("--valid-until", metavar="TIME", help="The facts hold until this instant, excluded (default: open).")
 @click.option("--entity", help="The entity the facts are about: <type>/<key>.")
 @click.option("--field", "fields", multiple=True, metavar="KEY=VALUE",
               help="A fact about --entity (repeatable; VALUE is JSON when it parses, else text).")
@@ -97,7 +99,9 @@ def new(json_input: str | None, output_format: str, as_commit: bool, branch: str
         if body == "-":
             body = read_text("-", "body")
     writer = Binding.of(front["tenant"] if options["tenant"] and json_input is None else None)  # --tenant binds the writer
-    written = run(Session(os.getcwd(), binding=writer), New(front, body, destination(as_commit, branch)))
+    request = New(front, body, destination(as_commit, branch), valid_from=options["valid_from"],
+                  valid_until=options["valid_until"])
+    written = run(Session(os.getcwd(), binding=writer), request)
     return render_written(written, output_format)
 
 

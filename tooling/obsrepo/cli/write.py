@@ -61,10 +61,13 @@ def render_written(answer: Answer, output_format: str) -> int:
 @click.option("--reason", required=True, help="Why the value is wrong (one line; it goes into the event).")
 @click.option("--allow-type-change", is_flag=True,
               help="Accept a VALUE of another JSON type than the field's current value (a number as text, say).")
+@click.option("--valid-from", metavar="TIME", help="The right value holds from this instant (default: the correction's timestamp).")
+@click.option("--valid-until", metavar="TIME", help="The right value holds until this instant, excluded (default: open).")
 @write_options
 @handled
-def correct(entity: str, field: str, value: str, reason: str, allow_type_change: bool, as_commit: bool,
-            branch: str | None, source: str | None, tenant: str | None, output_format: str) -> int:
+def correct(entity: str, field: str, value: str, reason: str, allow_type_change: bool, valid_from: str | None,
+            valid_until: str | None, as_commit: bool, branch: str | None, source: str | None, tenant: str | None,
+            output_format: str) -> int:
     """Correct a field's value: a new observation that corrects the winning one.
 
     VALUE is JSON when it parses (1350, true, null, ["a"]), else the text as written; write
@@ -75,7 +78,8 @@ def correct(entity: str, field: str, value: str, reason: str, allow_type_change:
     which clears the field, always passes.
     """
     parsed = parse_field(f"{field}={value}", "value")[1]
-    request = Correct(entity, field, parsed, reason, source, allow_type_change, destination(as_commit, branch))
+    request = Correct(entity, field, parsed, reason, source, allow_type_change, destination(as_commit, branch),
+                      valid_from=valid_from, valid_until=valid_until)
     return render_written(run(writer(tenant), request), output_format)
 
 

@@ -78,6 +78,10 @@ OBSERVATION_SCHEMA_RULES: dict[str, Any] = {
          "then": _HAS_ENTITY},
         {"if": {"required": ["corrects"], "properties": {"corrects": {"type": ["string", "array"]}}},
          "then": {"properties": {"priority": {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 1000}]}}}},
+        # valid-on-merge: a merge has no period
+        {"not": {"required": ["valid", "relations"],
+                 "properties": {"valid": {"type": "object"}, "relations": {"type": "array", "contains": {
+                     "type": "object", "required": ["type"], "properties": {"type": {"const": "DUPLICATE_OF"}}}}}}},
     ]
 }
 FIELDS_SCHEMA: dict[str, Any] = {
@@ -215,6 +219,26 @@ class Reclassify(_Strict):
     classification: Classification
 
 
+class Valid(_Strict):
+    """The period of valid time an observation's facts hold (docs/design.md §19): `[from, until)`,
+    either end or both; a missing `from` is the observation's `timestamp`, a missing `until` open."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=False,
+                              json_schema_extra={"minProperties": 1})
+
+    # a written null is not an absent end: the timestamp reader refuses it
+    start: Timestamp = Field(default=None, alias="from")  # type: ignore[assignment]
+    until: Timestamp = None  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _shape(self) -> Valid:
+        if self.start is None and self.until is None:
+            raise _fail("empty-value", "`valid` needs `from`, `until` or both")
+        if self.start is not None and self.until is not None and self.until <= self.start:
+            raise _fail("valid-range", "`valid.until` must be after `valid.from`")
+        return self
+
+
 class Observation(_Strict):
     """observation/v1: one immutable, timestamped statement of what was observed."""
 
@@ -237,6 +261,7 @@ class Observation(_Strict):
     corrects: IdList | None = None
     retracts: IdList | None = None
     relations: Annotated[list[Relation], Field(max_length=256)] | None = None
+    valid: Valid | None = None
     tenant: Tenant | None = None
     classification: Classification = DEFAULT_CLASSIFICATION
     source_ref: Text | None = None
@@ -261,6 +286,9 @@ class Observation(_Strict):
                 elif name.startswith("_"):
                     raise _fail("reserved-field", "field '{key}': names starting with '_' are reserved (only `_deleted` exists)",
                                 key=name)
+        if self.valid is not None and any(r.type == "DUPLICATE_OF" for r in self.relations or ()):
+            raise _fail("valid-on-merge", "a merge (`DUPLICATE_OF`) has no period: identity is not valid for a "
+                        "while; drop `valid` or write the merge apart")
         if self.corrects is not None and self.priority is not None and self.priority < CORRECTION_PRIORITY:
             raise _fail("correction-priority", "a correction (`corrects`) has priority ≥ 1000 (1000 when omitted)")
         return self
@@ -349,7 +377,7 @@ def keys_at(model: type[BaseModel], path: tuple) -> tuple[str, ...]:
         if inner is None:
             return ()
         model = inner
-    return tuple(model.model_fields)
+    return tuple(spec.alias or name for name, spec in model.model_fields.items())
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:

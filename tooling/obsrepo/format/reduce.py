@@ -28,6 +28,29 @@ class Obs:
     retracts: tuple[str, ...] = ()
     relations: tuple[tuple[str, str], ...] = ()
     tenant: tuple[tuple[str, str], ...] = ()
+    # the period of valid time written (`valid`, docs/design.md §19), canonical UTC text; None: not written
+    valid_from: str | None = None
+    valid_until: str | None = None
+
+
+def holds(obs: Obs, instant: str) -> bool:
+    """Whether `instant` (canonical UTC text) lies in the observation's effective interval:
+    `[from, until)`, `from` defaulting to its timestamp, `until` to open."""
+    moment = _instant(instant)
+    if _instant(obs.valid_from or obs.timestamp) > moment:
+        return False
+    return obs.valid_until is None or _instant(obs.valid_until) > moment
+
+
+def counts(obs: Obs, as_of: str | None, valid_at: str | None) -> bool:
+    """Whether an observation is a candidate (docs/design.md §19): with `as_of`, when its effective
+    interval holds it; without, one that wrote no period always, one that did when its interval
+    holds `valid_at` (the committer time of the commit asked about; None: every one counts)."""
+    if as_of is not None:
+        return holds(obs, as_of)
+    if valid_at is None or (obs.valid_from is None and obs.valid_until is None):
+        return True
+    return holds(obs, valid_at)
 
 
 def rank(policy: str, observations: Iterable[Obs]) -> list[Obs]:
@@ -97,18 +120,18 @@ class Candidate:
 
 
 def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, str] | None = None,
-                  as_of: str | None = None, at_commit: str | None = None, explain: bool = False) -> dict[str, Any]:
-    """The snapshot of `entity` from the visible observations (docs/design.md §4)."""
+                  as_of: str | None = None, at_commit: str | None = None, explain: bool = False,
+                  valid_at: str | None = None) -> dict[str, Any]:
+    """The snapshot of `entity` from the visible observations (docs/design.md §4), with the
+    candidates of valid time `as_of`, else of the commit's time `valid_at` (§19)."""
     policies = policies or {}
     every = list(observations)
     gone = retracted_ids(every)
     merges = merge_map(every, gone)
     target = survivor(entity, merges)
-    limit = _instant(as_of) if as_of else None
     candidates = [
         o for o in every
-        if o.entity is not None and o.id not in gone and survivor(o.entity, merges) == target
-        and (limit is None or _instant(o.timestamp) <= limit)
+        if o.entity is not None and o.id not in gone and survivor(o.entity, merges) == target and counts(o, as_of, valid_at)
     ]
     result: dict[str, Any] = {
         "entity_id": target,
@@ -120,6 +143,7 @@ def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, 
     }
     result["computed_at"] = result["last_observation_at"]
     result["at_commit"] = at_commit
+    result["valid_at"] = as_of or valid_at
     result["deleted"] = False
     if target != entity:
         result["merged_from"] = entity

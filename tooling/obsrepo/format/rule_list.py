@@ -22,7 +22,7 @@ RULES: dict[str, tuple[str, str]] = {
         "missing-key", "unknown-key", "wrong-type", "invalid-value", "invalid-format", "empty-value", "too-long",
         "out-of-range", "duplicate-value", "timestamp-format", "timestamp-timezone", "timestamp-range",
         "event-one-line", "fields-need-entity", "relations-need-entity", "reserved-field", "deleted-flag",
-        "correction-priority", "comprehension-dates", "observations-used-subset")},
+        "correction-priority", "comprehension-dates", "observations-used-subset", "valid-range", "valid-on-merge")},
     "relation-type": (errors.INVALID_RELATIONSHIP_TYPE, "schema"),
     **{rule: (V, "placement") for rule in (
         "id-filename-mismatch", "file-extension", "wrong-folder", "layout", "file-missing", "self-reference")},

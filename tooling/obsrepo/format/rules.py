@@ -19,7 +19,8 @@ from .report import Issue
 from .vocabulary import ACYCLIC_RELATIONS, COMPREHENSION_DIR, OBSERVATIONS_DIR  # noqa: F401 - re-exported
 
 _EPOCH = datetime(1970, 1, 1)
-_MOMENTS = ("timestamp", "created", "updated")  # the datetimes of a record
+_MOMENTS = ("timestamp", "created", "updated", "valid_from", "valid_until")  # the datetimes of a record
+_OPTIONAL_MOMENTS = ("valid_from", "valid_until")  # None where the observation wrote no period
 
 
 def _micros(moment: datetime) -> int:
@@ -75,6 +76,8 @@ class Analysis:
         for key in _MOMENTS:
             if key in row:
                 value = row[key]
+                if value is None and key in _OPTIONAL_MOMENTS:
+                    continue
                 if not (value.__class__ is tuple and len(value) == 1 and value[0].__class__ is int and low <= value[0] <= high):
                     return False
         return True

@@ -20,6 +20,7 @@ from .model import (
     OBSERVATION_SPEC,
     Comprehension,
     Observation,
+    Valid,
     format_timestamp,
     keys_at,
     split_extensions,
@@ -87,7 +88,7 @@ def analyze(path: str, data: bytes, with_record: bool = False, strict_only: bool
         result.written_id = _written_id(doc, core.get("id"), model_cls)
         return result
     if isinstance(model, Observation):
-        _observation(result, doc, core, model.timestamp, extensions, with_record)
+        _observation(result, doc, core, model.timestamp, model.valid, extensions, with_record)
     else:
         result.facts = _comprehension_facts(doc, model)
         if with_record:
@@ -118,8 +119,8 @@ def _ids(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value or [])
 
 
-def _observation(result: Analysis, doc: Document, front: dict[str, Any], timestamp: Any, extensions: dict[str, Any],
-                 with_record: bool) -> None:
+def _observation(result: Analysis, doc: Document, front: dict[str, Any], timestamp: Any, valid: Valid | None,
+                 extensions: dict[str, Any], with_record: bool) -> None:
     """The facts (and record) of a valid observation, read from its front matter: strict validation
     converted nothing there but the timestamp (given) and an id written alone (`_ids`)."""
     body = doc.body.lstrip("\n").rstrip()
@@ -171,6 +172,9 @@ def _observation(result: Analysis, doc: Document, front: dict[str, Any], timesta
         "corrects": list(corrects),
         "retracts": list(retracts),
         "relations": [{"type": r["type"], "target": r["target"]} for r in relations],
+        # the period, in UTC like `timestamp` (docs/design.md §19)
+        "valid_from": valid.start if valid is not None else None,
+        "valid_until": valid.until if valid is not None else None,
         "tenant_org": tenant.get("org"),
         "tenant_project": tenant.get("project"),
         "tenant_agent": tenant.get("agent"),
@@ -219,6 +223,7 @@ _RULE_KEYS = {
     "deleted-flag": ("fields", "_deleted"),
     "reserved-field": ("fields",),
     "correction-priority": ("priority",),
+    "valid-on-merge": ("valid",),
     "comprehension-dates": ("updated",),
     "observations-used-subset": ("posterior", "observations_used"),
 }

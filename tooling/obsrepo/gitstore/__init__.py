@@ -68,6 +68,9 @@ def raw_records(tokens: list[bytes]) -> Iterator[Change | bytes]:
 # `refs/replace/` ref must never make an object id read as other content
 
 
+_COMMITTED: dict[str, int] = {}  # commit sha → committer time (unix seconds)
+
+
 class Git:
     def __init__(self, root: str, env: dict[str, str] | None = None) -> None:
         self.root = root
@@ -187,6 +190,14 @@ class Git:
                 rev=rev,
             )
         raise NotFoundError(f"revision '{rev}' does not exist", parameter=parameter, rev=rev)
+
+    def committed_at(self, commit: str) -> int:
+        """The committer time of `commit` in unix seconds (a commit never changes: asked once per
+        process): the valid time a read without `--as-of` answers for (docs/design.md §19)."""
+        known = _COMMITTED.get(commit)
+        if known is None:
+            known = _COMMITTED[commit] = int(self.run("show", "-s", "--format=%ct", commit, "--").strip() or 0)
+        return known
 
     def merge_base(self, a: str, b: str) -> str:
         out = self.run("merge-base", a, b, check=False).strip()

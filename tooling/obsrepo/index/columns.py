@@ -31,6 +31,8 @@ OBS_VERSIONS: list[tuple[str, str, bool]] = [
     # the entity as a number (`entity_key`): a statement that names entities compares it first,
     # a number per row instead of the text, and the text only where the number matched
     ("entity_key", "UBIGINT", False),
+    # the period of valid time (docs/design.md §19); NULL where the observation wrote none
+    ("valid_from", "TIMESTAMP", False), ("valid_until", "TIMESTAMP", False),
 ]
 COMP_VERSIONS: list[tuple[str, str, bool]] = [
     ("row_id", "BIGINT", True), ("added_seq", "INTEGER", True), ("removed_seq", "INTEGER", True),
@@ -52,7 +54,7 @@ OBSERVATION = ["id", "timestamp", "source", "event", "type", "body", "scope", "e
                "tenant_agent", "tenant_user", "classification", "source_ref", "interpretation", "data", "context",
                "trace_ref", "extensions", "content_hash", "path", "blob", "commit", "author", "author_email",
                "committed_at", "declared_classification", "feedback_target", "feedback_outcome", "feedback_session",
-               "reclassify_targets"]
+               "reclassify_targets", "valid_from", "valid_until"]
 
 # obs_keys (keyed.py): a version's scopes and type as keys, with what a query filters and orders by
 KEYED = ["row_id", "added_seq", "removed_seq", "id", "timestamp", "source", "type", "entity", "tenant_org",

@@ -23,23 +23,30 @@ COLUMNS = ["entity_id", "entity_type", "snapshot", "provenance", "observation_co
 
 def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
     from ..format.reduce import merge_map, retracted_ids, survivor
-    from .reducer_rows import CANDIDATES, all_policies, special_rows
+    from .reducer_rows import CANDIDATES, all_policies, commit_instant, special_rows
     from .sqlreduce import reduce_all
 
     affected = None if result.full or result.truncated else _affected(result)
+    if affected is not None:
+        # an entity with a period may change with the commit's time alone (docs/design.md §19)
+        affected |= {row[0] for row in con.execute(
+            f"SELECT DISTINCT entity FROM {CURRENT} WHERE entity IS NOT NULL "
+            "AND (valid_from IS NOT NULL OR valid_until IS NOT NULL)").fetchall()}
     if affected is not None and not affected:
         return
     special = special_rows(con, CURRENT)
     policies = all_policies(git, target)
+    valid_at = commit_instant(git, target)  # the indexed commit's time decides periods (docs/design.md §19)
     if affected is None:
-        snaps = reduce_all(con, CANDIDATES.format(relation=CURRENT, where="TRUE"), [], special, policies, target)
+        snaps = reduce_all(con, CANDIDATES.format(relation=CURRENT, where="TRUE"), [], special, policies, target,
+                           valid_at=valid_at)
         con.execute("DELETE FROM entity_snapshots")
     else:
         merges = merge_map(special, retracted_ids(special))
         survivors = {survivor(e, merges) for e in affected}
         family = sorted(survivors | {e for e in merges if survivor(e, merges) in survivors})
         snaps = reduce_all(con, CANDIDATES.format(relation=CURRENT, where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
-                           [family], special, policies, target)
+                           [family], special, policies, target, valid_at=valid_at)
         con.execute("DELETE FROM entity_snapshots WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))",
                     [sorted(survivors | affected)])
     from .rows import insert_rows

@@ -13,29 +13,37 @@ from ..format.reduce import Obs
 from ..format.vocabulary import ENTITY_SCHEMAS_DIR, POLICIES, entity_schema_path
 from ..gitstore import Git
 
-# an instant as the reducer writes it (`format_timestamp`: UTC, `Z`, microseconds only when there
-# are any), spelled by DuckDB: no datetime parsed and printed again in Python for each row
-INSTANT = """strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S')
-      || CASE WHEN epoch_us(o.timestamp) % 1000000 <> 0 THEN strftime(o.timestamp, '.%f') ELSE '' END || 'Z'"""
+
+def instant(column: str) -> str:
+    """An instant as the reducer writes it (`format_timestamp`: UTC, `Z`, microseconds only when
+    there are any), spelled by DuckDB: no datetime parsed and printed again in Python for each
+    row. NULL stays NULL (a period's end not written)."""
+    return f"""strftime({column}, '%Y-%m-%dT%H:%M:%S')
+      || CASE WHEN epoch_us({column}) % 1000000 <> 0 THEN strftime({column}, '.%f') ELSE '' END || 'Z'"""
+
+
+INSTANT = instant("o.timestamp")
+PERIOD = f"{instant('o.valid_from')}, {instant('o.valid_until')}"  # docs/design.md §19
 
 ROW = f"""o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity,
-    o.retracts, o.relations, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user"""
+    o.retracts, o.relations, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user, {PERIOD}"""
 
 # an ordinary row (neither retracting nor merging, `NOT o.special`): the reducer reads its
 # retractions, merges and tenant only through the special rows, so only these columns
-PLAIN_ROW = f"o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity"
+PLAIN_ROW = f"o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity, {PERIOD}"
 
 CANDIDATES = f"""(SELECT o.id, o.entity, o.priority, o.specificity, epoch_us(o.timestamp) AS epoch, {INSTANT} AS ts,
-    o.fields FROM {{relation}} AS o WHERE {{where}})"""
+    o.fields, epoch_us(o.valid_from) AS vfrom, epoch_us(o.valid_until) AS vuntil FROM {{relation}} AS o WHERE {{where}})"""
 
 
 def as_obs(row: tuple) -> Obs:
-    obs_id, ts, entity, fields, priority, specificity, retracts, relations, org, project, agent, user = row
+    obs_id, ts, entity, fields, priority, specificity, retracts, relations, org, project, agent, user, start, until = row
     tenant = tuple((k, v) for k, v in (("agent", agent), ("org", org), ("project", project), ("user", user)) if v is not None)
     return Obs(
         id=obs_id, timestamp=ts, entity=entity,
         fields=json.loads(fields) if fields else {}, priority=priority, specificity=specificity,
         retracts=tuple(retracts), relations=tuple((r["type"], r["target"]) for r in relations), tenant=tenant,
+        valid_from=start, valid_until=until,
     )
 
 
@@ -44,8 +52,9 @@ def plain_obs(rows: list[tuple]) -> list[Obs]:
     (retractions, merges, the tenant a retraction must share) from the special rows. Their
     fields are parsed as one JSON array (a busy entity has thousands: one parse, not one each)."""
     fields = json.loads("[" + ",".join(row[3] or "{}" for row in rows) + "]")
-    return [Obs(id=obs_id, timestamp=ts, entity=entity, fields=values, priority=priority, specificity=specificity)
-            for (obs_id, ts, entity, _, priority, specificity), values in zip(rows, fields)]
+    return [Obs(id=obs_id, timestamp=ts, entity=entity, fields=values, priority=priority, specificity=specificity,
+                valid_from=start, valid_until=until)
+            for (obs_id, ts, entity, _, priority, specificity, start, until), values in zip(rows, fields)]
 
 
 def special_rows(con: Any, relation: str) -> list[Obs]:
@@ -58,6 +67,18 @@ def special_rows(con: Any, relation: str) -> list[Obs]:
             f"SELECT {ROW} FROM {relation} AS o WHERE o.id IN (SELECT unnest(?::VARCHAR[]))", [targets]).fetchall()
             if r[0] not in known]
     return special
+
+
+def commit_instant(git: Git, commit: str | None) -> str | None:
+    """The committer time of `commit` as the reducer writes instants: the valid time a read
+    without `--as-of` answers for (docs/design.md §19). None for no commit."""
+    if commit is None:
+        return None
+    from datetime import datetime, timezone
+
+    from ..times import format_timestamp
+
+    return format_timestamp(datetime.fromtimestamp(git.committed_at(commit), timezone.utc))
 
 
 def all_policies(git: Git, commit: str) -> dict[tuple[str, str], str]:

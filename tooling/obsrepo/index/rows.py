@@ -23,7 +23,7 @@ def _prepare(table: str, columns: list[str], rows: list[dict]) -> None:
             row["class_rank"] = CLASSIFICATION_RANK[row["classification"]]
             row["special"] = special(row)
             row["entity_key"] = entity_key(row["entity"])
-    for name in ("timestamp", "committed_at", "created", "updated"):
+    for name in ("timestamp", "committed_at", "created", "updated", "valid_from", "valid_until"):
         if name in columns:
             for row in rows:
                 row[name] = utc(row[name])
@@ -76,6 +76,9 @@ def observation_batch(versions: Sequence[tuple[Any, dict, int]], info: dict, tex
         "special": [special(record) for record in records],
         "entity_key": [entity_key(record["entity"]) for record in records],
         "timestamp": _timestamps([record["timestamp"] for record in records], types["timestamp"]),
+        # a period is rare: most rows hold none (docs/design.md §19)
+        **{name: pa.array([utc(record.get(name)) for record in records], types[name])
+           for name in ("valid_from", "valid_until")},
     }
     if text is not None:
         columns.update(event=text.column("event"), body=text.column("body"))

@@ -13,17 +13,20 @@ Sort keys are made NOT NULL and numeric so that one ORDER BY serves every policy
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..format.reduce import Obs, merge_map, retracted_ids, survivor
 from ..format.vocabulary import CORRECTION_PRIORITY
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 SQL = """
 WITH cand AS (
     SELECT c.id, c.entity, c.priority, c.specificity, c.epoch, c.ts, c.fields,
            coalesce(m.survivor, c.entity) AS eid
     FROM {candidates} AS c LEFT JOIN merge_map m ON m.entity = c.entity
-    WHERE c.entity IS NOT NULL AND c.id NOT IN (SELECT id FROM retracted)
+    WHERE c.entity IS NOT NULL AND c.id NOT IN (SELECT id FROM retracted) AND {counts}
 ),
 counts AS (
     SELECT eid, count(*) AS n, max(epoch) AS last_epoch, arg_max(ts, epoch) AS last_ts FROM cand GROUP BY eid
@@ -119,17 +122,37 @@ def prepare(con: Any, special: list[Obs], policies: dict[tuple[str, str], str]) 
     return merges
 
 
+def counts_clause(as_of: str | None, valid_at: str | None) -> str:
+    """`reduce.counts` over a candidate row `c` (its epoch, vfrom and vuntil in microseconds);
+    the instants are written as integer literals."""
+    if as_of is None and valid_at is None:
+        return "TRUE"
+    moment = _micros(as_of if as_of is not None else valid_at)  # type: ignore[arg-type]
+    holds = f"(coalesce(c.vfrom, c.epoch) <= {moment} AND (c.vuntil IS NULL OR c.vuntil > {moment}))"
+    return holds if as_of is not None else f"((c.vfrom IS NULL AND c.vuntil IS NULL) OR {holds})"
+
+
+def _micros(instant: str) -> int:
+    from ..times import parse_timestamp
+
+    return (parse_timestamp(instant) - _EPOCH) // timedelta(microseconds=1)
+
+
 def reduce_all(con: Any, candidates_sql: str, params: list[Any], special: list[Obs],
-               policies: dict[tuple[str, str], str], at_commit: str | None = None) -> dict[str, dict[str, Any]]:
+               policies: dict[tuple[str, str], str], at_commit: str | None = None, *,
+               as_of: str | None = None, valid_at: str | None = None) -> dict[str, dict[str, Any]]:
     """Snapshots of every entity among `candidates_sql` (columns id, entity, priority,
-    specificity, epoch, ts, fields). Entities merged away are not listed: they live on in their survivor."""
+    specificity, epoch, ts, fields, vfrom, vuntil), with the candidates of `reduce.counts`.
+    Entities merged away are not listed: they live on in their survivor."""
     prepare(con, special, policies)
-    rows = con.execute(SQL.format(candidates=candidates_sql, correction=CORRECTION_PRIORITY), params).fetchall()
+    sql = SQL.format(candidates=candidates_sql, correction=CORRECTION_PRIORITY, counts=counts_clause(as_of, valid_at))
+    rows = con.execute(sql, params).fetchall()
     out: dict[str, dict[str, Any]] = {}
     for eid, field, value, provenance, count, last_ts, deleted in rows:
         snap = out.setdefault(eid, {"entity_id": eid, "entity_type": eid.split("/", 1)[0], "snapshot": {},
                                     "provenance": {}, "observation_count": 0, "last_observation_at": None,
-                                    "computed_at": None, "at_commit": at_commit, "deleted": False})
+                                    "computed_at": None, "at_commit": at_commit, "valid_at": as_of or valid_at,
+                                    "deleted": False})
         if field is None:
             snap["observation_count"] = count
             snap["last_observation_at"] = snap["computed_at"] = last_ts

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .registry import OPERATIONS, Answer, Operation, run
     from .review import Check, CheckDocument, Diff, Index
     from .session import Session
+    from .time import Intervals
     from .values import Binding, Ceiling, Destination, Moment, Page, ProposalBranch, Rev, WorkTree, destination
     from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relate, Retract
 
@@ -60,6 +61,7 @@ _WHERE = {
     "IdentityCandidates": "identity",
     "Index": "review",
     "Init": "adopt",
+    "Intervals": "time",
     "Initialized": "adopt",
     "Merge": "writes",
     "Moment": "values",
@@ -93,7 +95,7 @@ _WHERE = {
     "init": "adopt",
     "run": "registry",
 }
-_OPERATION_MODULES = ("reads", "entities", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall", "identity")
+_OPERATION_MODULES = ("reads", "entities", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall", "identity", "time")
 
 
 def __getattr__(name: str) -> Any:
@@ -113,6 +115,7 @@ __all__ = [
     "Comprehensions", "Correct",
     "Destination", "Diff", "Distinct", "Identities", "IdentityCandidates", "EmbedInfo", "EmbedPull", "Entities", "Export",
     "Facets", "Feedback", "Find", "History", "Index", "Init",
+    "Intervals",
     "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Overview", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
     "Recall", "Reclassify", "Relate", "Related",

@@ -25,7 +25,8 @@ RelationTypes = Annotated[tuple[Annotated[str, text_field("", 128)], ...],
 class Snapshot:
     entity: EntityId
     at: At = None
-    as_of: Annotated[str | int | None, moment("Valid time: only observations with timestamp ≤ this")] = None
+    as_of: Annotated[str | int | None, moment(
+        "Valid time: only observations whose period holds this (without a period: timestamp ≤ this)")] = None
     explain: Annotated[bool, Field("Also list every candidate value per field and the rule that decided.")] = False
     max_classification: str | None = None
     include_expired: bool = False

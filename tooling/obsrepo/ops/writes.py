@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ..format.vocabulary import COMPREHENSION_EFFECTS, COMPREHENSION_ID, FEEDBACK_OUTCOMES
-from .fields import EntityId, Field, Reason, text_field
+from .fields import EntityId, Field, Reason, moment, text_field
 from .registry import Answer, operation
 from .session import Session
 from .values import Destination, ProposalBranch, WorkTree
@@ -18,6 +18,27 @@ MAX_BODY = 1024 * 1024  # characters of a body (a document's own bound is 1 MiB)
 MAX_VALUE = 64 * 1024  # characters of a corrected text value
 ObservationId = Annotated[str, text_field("An observation id (obs-…).", 128)]
 JsonValue = str | int | float | bool | None | list[Any] | dict[str, Any]
+
+
+ValidFrom = Annotated[str | int | None, moment(
+    "Valid time: the facts hold from this instant (docs/design.md §19; default: the observation's timestamp)")]
+ValidUntil = Annotated[str | int | None, moment("Valid time: the facts hold until this instant, excluded (default: open)")]
+
+
+def with_period(front: dict[str, Any], valid_from: str | int | None, valid_until: str | int | None) -> dict[str, Any]:
+    """`front` with `valid: {from, until}` of the given ends (UTC, `Z`); unchanged when none is
+    given. A period written both in `front` and as options is refused: say it once."""
+    if valid_from is None and valid_until is None:
+        return front
+    from ..errors import UsageError
+    from .values import Moment
+
+    if "valid" in front:
+        raise UsageError("the period is given twice: write `valid` in the observation or give valid_from/valid_until",
+                         parameter="valid_from" if valid_from is not None else "valid_until")
+    period = {name: Moment.parse(given, field).iso() for name, field, given in
+              (("from", "valid_from", valid_from), ("until", "valid_until", valid_until)) if given is not None}
+    return {**front, "valid": period}
 
 
 class Written(Answer):
@@ -53,16 +74,20 @@ class New:
         "The front matter of an observation/v1 document as a JSON object, without `spec` and `id`: `source` (who "
         "observed: agent/x, human/alice …) and `event` (one line) are required; `timestamp` (ISO 8601 with a timezone) "
         "defaults to now; also `type`, `scope`, `entity`, `fields`, `priority`, `specificity`, `corrects`, `retracts`, "
-        "`relations`, `tenant`, `classification`, `source_ref`, `interpretation`, `trace_ref`, `data`, `x-…` extensions.",
+        "`relations`, `valid` ({from, until}: the period the facts hold), `tenant`, `classification`, `source_ref`, "
+        "`interpretation`, `trace_ref`, `data`, `x-…` extensions.",
         min_properties=1, max_properties=64)]
     body: Annotated[str, Field("The Markdown body (may be empty).", max_length=MAX_BODY)] = ""
     destination: Destination = WorkTree()
     tool: str = "new"
+    valid_from: ValidFrom = None
+    valid_until: ValidUntil = None
 
 
 @operation("new", "writes")
 def new(session: Session, request: New) -> Written:
-    return write(session, request.front, request.body, request.destination, request.tool)
+    front = with_period(request.front, request.valid_from, request.valid_until)
+    return write(session, front, request.body, request.destination, request.tool)
 
 
 @dataclass(frozen=True)
@@ -75,6 +100,8 @@ class Correct:
     source: str | None = None
     allow_type_change: Annotated[bool, Field("Accept a value of another JSON type than the field's current value.")] = False
     destination: Destination = ProposalBranch()
+    valid_from: ValidFrom = None
+    valid_until: ValidUntil = None
 
 
 @operation("correct", "writes")
@@ -98,6 +125,7 @@ def correct(session: Session, request: Correct) -> Written:
         front = correction(request.entity, request.field, request.value, winner, tenant, reason=request.reason,
                            source=request.source or session.default_source(),
                            winner_timestamp=documents.by_id[winner].get("timestamp"))
+        front = with_period(front, request.valid_from, request.valid_until)
         return write(session, front, "", request.destination, "correct")
 
 

@@ -111,9 +111,9 @@ def _changed_rows(scope: ReadScope, side: Side, paths: list[str]) -> list[Obs]:
                       "ORDER BY o.id", [paths])
     found = []
     for row in rows:
-        obs = as_obs(row[:12])
+        obs = as_obs(row[:14])
         side.rows[obs.id] = obs
-        side.info[obs.id] = (row[12], row[13], row[14], tuple(row[15]))
+        side.info[obs.id] = (row[14], row[15], row[16], tuple(row[17]))
         found.append(obs)
     return found
 

@@ -73,7 +73,7 @@ def _stored_summaries(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict
 def _reduce_many(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Snapshots of these entities by the SQL reducer, as `all_snapshots` has them."""
     from ..format.reduce import merge_map, retracted_ids, survivor
-    from ..index.reducer_rows import CANDIDATES, all_policies
+    from ..index.reducer_rows import CANDIDATES, all_policies, commit_instant
     from ..index.sqlreduce import reduce_all
 
     special = scope.special()
@@ -81,7 +81,8 @@ def _reduce_many(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str,
     wanted = set(entity_ids)
     family = sorted(wanted | {e for e in merges if survivor(e, merges) in wanted})
     return reduce_all(scope.con, CANDIDATES.format(relation="visible", where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
-                      [family], special, all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit)
+                      [family], special, all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit,
+                      valid_at=commit_instant(scope.git, scope.at_commit))
 
 
 def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:

@@ -100,7 +100,8 @@ class Snapshots:
         by_policies: dict[tuple, list[int]] = {}
         for key in waiting:
             by_policies.setdefault(tuple(sorted(all_policies(self.scope.git, self.schemas[key]).items())), []).append(key)
-        relation = ("(SELECT c.eid AS entity, o.id, o.priority, o.specificity, o.timestamp, o.fields FROM "
+        relation = ("(SELECT c.eid AS entity, o.id, o.priority, o.specificity, o.timestamp, o.fields, o.valid_from, o.valid_until "
+                    "FROM "
                     "publication_candidates AS c JOIN obs_versions AS o USING (row_id) WHERE c.seq IN (SELECT unnest(?::INTEGER[])))")
         reduced: dict[int, dict[str, Any]] = {key: {} for key in waiting}
         for policies, group in by_policies.items():

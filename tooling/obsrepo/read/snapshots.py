@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import NotFoundError
 from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
-from ..index.reducer_rows import CANDIDATES, PLAIN_ROW, all_policies, load_policies, plain_obs
+from ..index.reducer_rows import CANDIDATES, PLAIN_ROW, all_policies, commit_instant, load_policies, plain_obs
 from ..times import format_timestamp
 from .scope import ReadScope, entity_clause
 
@@ -21,7 +21,8 @@ def all_snapshots(scope: ReadScope) -> dict[str, dict[str, Any]]:
     from ..index.sqlreduce import reduce_all
 
     return reduce_all(scope.con, CANDIDATES.format(relation="visible", where="TRUE"), [], scope.special(),
-                      all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit)
+                      all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit,
+                      valid_at=commit_instant(scope.git, scope.at_commit))
 
 
 def snapshot(scope: ReadScope, entity: str, as_of: str | None = None, explain: bool = False) -> dict[str, Any]:
@@ -57,7 +58,8 @@ def _reduce(scope: ReadScope, entity: str, as_of: str | None, explain: bool) -> 
     if not any(o.entity in family for o in observations.values()) and not _ever_known(scope, entity):
         raise NotFoundError(f"entity '{entity}' does not exist", code="ENTITY_NOT_FOUND", entity=entity)
     policies = load_policies(scope.git, scope.at_commit, target.split("/", 1)[0])
-    return reduce_entity(entity, observations.values(), policies, as_of=as_of, at_commit=scope.at_commit, explain=explain)
+    return reduce_entity(entity, observations.values(), policies, as_of=as_of, at_commit=scope.at_commit, explain=explain,
+                         valid_at=commit_instant(scope.git, scope.at_commit))
 
 
 def _stored(scope: ReadScope, entity: str, target: str) -> dict[str, Any] | None:
@@ -72,7 +74,8 @@ def _stored(scope: ReadScope, entity: str, target: str) -> dict[str, Any] | None
     moment = None if last is None else format_timestamp(last.replace(tzinfo=timezone.utc))
     result = {"entity_id": target, "entity_type": target.split("/", 1)[0], "snapshot": json.loads(snap),
               "provenance": json.loads(provenance), "observation_count": count, "last_observation_at": moment,
-              "computed_at": moment, "at_commit": scope.at_commit, "deleted": deleted}
+              "computed_at": moment, "at_commit": scope.at_commit,
+              "valid_at": commit_instant(scope.git, scope.at_commit), "deleted": deleted}
     if target != entity:
         result["merged_from"] = entity
     return result

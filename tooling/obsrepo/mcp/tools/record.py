@@ -13,7 +13,8 @@ GENERATED = {"spec": "the write path writes spec: observation/v1 itself",
              "id": "the write path makes the id from the UTC timestamp and the content hash"}
 
 
-@write_tool(New, "Record an observation", {"front": "observation", "body": "body"},
+@write_tool(New, "Record an observation", {"front": "observation", "body": "body", "valid_from": "valid_from",
+                                                  "valid_until": "valid_until"},
             fixed={"destination": ProposalBranch(), "tool": "record_observation"})
 def record_observation(session: Session, request: New) -> Any:
     """Record one new observation, as a proposal: one new file in one new commit on the

@@ -26,7 +26,8 @@ def _described(function: F) -> F:
 
 
 @write_tool(Correct, "Correct a field", {"entity": "entity_id", "field": "field", "value": "value", "reason": "reason",
-                                         "allow_type_change": "allow_type_change"})
+                                         "allow_type_change": "allow_type_change", "valid_from": "valid_from",
+                                         "valid_until": "valid_until"})
 @_described
 def correct_field(session: Session, request: Correct) -> Any:
     """Correct the current value of one field of an entity: a priority-1000 observation that

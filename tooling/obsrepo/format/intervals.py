@@ -1,0 +1,150 @@
+"""Field intervals (docs/design.md §19): per field, the maximal periods of valid time over which
+the reduced value is constant.
+
+The reducer is evaluated at every boundary (each candidate's effective `from` and `until`):
+the snapshot as of a boundary holds until the next one. Evaluating `reduce_entity` there again
+and again would cost boundaries × candidates; instead each field keeps its candidates in the
+reducer's own order (which does not depend on the instant) and the winner at an instant is the
+first of them whose interval holds it: a heap of the active ones, swept once. `merge_array`
+fields, whose value is a union of many, are reduced at each boundary (they are few). A property
+test holds the result to `reduce_entity(as_of=T)` for every T.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from .reduce import _ABSENT, Obs, _field, _instant, merge_map, rank, retracted_ids, survivor
+from .vocabulary import CORRECTION_PRIORITY
+
+
+def effective(obs: Obs) -> tuple[str, str | None]:
+    """The effective interval `[from, until)`: `from` defaults to the timestamp, `until` to open."""
+    return obs.valid_from or obs.timestamp, obs.valid_until
+
+
+def field_intervals(entity: str, observations: Iterable[Obs], policies: dict[str, str] | None = None,
+                    fields: Iterable[str] | None = None) -> dict[str, Any]:
+    """`{entity_id, fields: [{field, intervals: [{from, until, value, observation_id, rule}]}]}`
+    by field, then `from`; `until` None is open; a period where the field is absent is not listed."""
+    policies = policies or {}
+    every = list(observations)
+    gone = retracted_ids(every)
+    merges = merge_map(every, gone)
+    target = survivor(entity, merges)
+    candidates = [o for o in every if o.entity is not None and o.id not in gone and survivor(o.entity, merges) == target]
+    keys = {id(o): (_instant(effective(o)[0]), None if o.valid_until is None else _instant(o.valid_until)) for o in candidates}
+    # every boundary, with its text as written (the first spelling of an instant, by id, stands for it)
+    spelled: dict[str, str] = {}
+    for o in sorted(candidates, key=lambda o: o.id):
+        start, until = effective(o)
+        start_key, until_key = keys[id(o)]
+        spelled.setdefault(start_key, start)
+        if until is not None and until_key is not None:
+            spelled.setdefault(until_key, until)
+    bounds = sorted(spelled)
+    wanted = set(fields) if fields is not None else None
+    names = sorted({n for o in candidates for n in o.fields if n != "_deleted" and (wanted is None or n in wanted)})
+    deleted = _sweep(_gate_order(candidates), "_deleted", bounds, keys)
+    out = []
+    for name in names:
+        policy = policies.get(name, "highest_priority")
+        if policy == "merge_array":
+            states = _merged_states(candidates, name, bounds)
+        else:
+            states = [_single(name, policy, winner) for winner in _sweep(_field_order(name, policy, candidates), name,
+                                                                           bounds, keys)]
+        states = [None if gate is not None and gate.fields["_deleted"] is True else state
+                  for state, gate in zip(states, deleted)]
+        out.append({"field": name, "intervals": _joined(states, bounds, spelled)})
+    return {"entity_id": target, "fields": out}
+
+
+def _gate_order(candidates: list[Obs]) -> list[Obs]:
+    """The deletion gate's order: priority DESC, timestamp DESC, id ASC (reduce_entity's)."""
+    deleting = sorted((o for o in candidates if "_deleted" in o.fields), key=lambda o: o.id)
+    deleting.sort(key=lambda o: (o.priority, _instant(o.timestamp)), reverse=True)
+    return deleting
+
+
+def _field_order(name: str, policy: str, candidates: list[Obs]) -> list[Obs]:
+    """The carriers of `name` in the order the reducer picks a winner: corrections first (in the
+    policy's order), then the rest; the first whose interval holds an instant wins there."""
+    ranked = [o for o in rank(policy, candidates) if name in o.fields]
+    return [o for o in ranked if o.priority >= CORRECTION_PRIORITY] + [o for o in ranked if o.priority < CORRECTION_PRIORITY]
+
+
+def _sweep(order: list[Obs], name: str, bounds: list[str], keys: dict[int, tuple[str, str | None]]) -> list[Obs | None]:
+    """The first of `order` whose interval holds each boundary (None: none does)."""
+    starts: dict[str, list[int]] = {}
+    for position, o in enumerate(order):
+        starts.setdefault(keys[id(o)][0], []).append(position)
+    active: list[int] = []
+    winners: list[Obs | None] = []
+    for bound in bounds:
+        for position in starts.get(bound, ()):
+            heapq.heappush(active, position)
+        while active:
+            until = keys[id(order[active[0]])][1]
+            if until is not None and until <= bound:
+                heapq.heappop(active)  # ended: never holds a later boundary
+            else:
+                break
+        winners.append(order[active[0]] if active else None)
+    return winners
+
+
+def _single(name: str, policy: str, winner: Obs | None) -> tuple[Any, Any, str] | None:
+    if winner is None or winner.fields[name] is None:
+        return None  # a winning null removes the field
+    rule = "correction" if winner.priority >= CORRECTION_PRIORITY else policy
+    return winner.fields[name], winner.id, rule
+
+
+def _merged_states(candidates: list[Obs], name: str, bounds: list[str]) -> list[tuple[Any, Any, str] | None]:
+    """A merged array at each boundary, by the reducer itself (the field's carriers only)."""
+    carriers = [o for o in candidates if name in o.fields]
+    states: list[tuple[Any, Any, str] | None] = []
+    for bound in bounds:
+        holding = [o for o in carriers if _holds(o, bound)]
+        if not holding:
+            states.append(None)
+            continue
+        def ranked_by(policy: str, among: list[Obs] = holding) -> list[Obs]:
+            return rank(policy, among)
+
+        value, provenance, _ranked, _rule = _field(name, "merge_array", ranked_by)
+        corrected = any(o.priority >= CORRECTION_PRIORITY for o in holding)
+        states.append(None if value is _ABSENT else (value, provenance, "correction" if corrected else "merge_array"))
+    return states
+
+
+def _holds(obs: Obs, bound: str) -> bool:
+    start, until = effective(obs)
+    return _instant(start) <= bound and (until is None or _instant(until) > bound)
+
+
+def _joined(states: list[tuple[Any, Any, str] | None], bounds: list[str], spelled: dict[str, str]) -> list[dict[str, Any]]:
+    """Boundary states as intervals, equal neighbours (the same value as JSON) joined."""
+    intervals: list[dict[str, Any]] = []
+    previous: str | None = None
+    for index, state in enumerate(states):
+        until = spelled[bounds[index + 1]] if index + 1 < len(bounds) else None
+        if state is None:
+            previous = None
+            continue
+        value, provenance, rule = state
+        written = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        if previous == written and intervals:
+            intervals[-1]["until"] = until
+            continue
+        intervals.append({"from": spelled[bounds[index]], "until": until, "value": value, "observation_id": provenance,
+                          "rule": rule})
+        previous = written
+    return intervals
+
+
+__all__ = ["effective", "field_intervals"]
