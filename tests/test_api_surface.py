@@ -40,8 +40,7 @@ def test_a_folder_outside_git_is_a_git_error(tmp_path):
 
 
 def test_one_parser_for_tenants_and_pages():
-    from obsrepo.ops import Binding
-    from obsrepo.params import check_page
+    from obsrepo.ops import Binding, Page
 
     def binding_from(given, environ=None):
         return Binding.configured(given, "tenant", environ if environ is not None else {}).as_dict()
@@ -54,10 +53,10 @@ def test_one_parser_for_tenants_and_pages():
     with pytest.raises(UsageError) as caught:
         binding_from(None, {"OBSREPO_TENANT": ""})
     assert caught.value.details["parameter"] == "OBSREPO_TENANT"
-    check_page(1000, 0)
-    for limit, offset in ((0, 0), (1001, 0), (1, -1)):
+    assert Page.of(1000, 0) == Page(1000, 0)
+    for limit, offset in ((0, 0), (1001, 0), (1, -1), (True, 0)):
         with pytest.raises(UsageError):
-            check_page(limit, offset)
+            Page.of(limit, offset)
 
 
 def test_duckdb_failures_leave_the_library_as_obsrepo_errors(repo, monkeypatch):
@@ -114,16 +113,17 @@ METHOD = {"relations": "relationships", "embed_info": "embedder_info"}  # where 
 SPELT = {("export", "query"): ("request", "scopes", "text", "match"), ("export", "format"): ("fmt",)}
 
 
-def test_every_operation_is_a_method_that_takes_every_field_of_its_request():
+def test_every_operation_is_a_method_that_takes_every_field_of_its_request(repo):
     """One declaration: a field added to a request is a parameter of the library at once (a
-    write's `destination` is its `commit` and `branch`)."""
+    write's `destination` is its `commit` and `branch`), and an operation added is a method."""
     import dataclasses
     import inspect
 
     from obsrepo.ops import OPERATIONS
 
+    api = Repository(str(repo.path))
     for name, operation in OPERATIONS.items():
-        method = getattr(Repository, METHOD.get(name, name))
+        method = getattr(api, METHOD.get(name, name))
         parameters = inspect.signature(method).parameters
         for field in dataclasses.fields(operation.request):
             wanted = ("commit", "branch") if field.name == "destination" else (field.name,)

@@ -6,7 +6,8 @@
     page = repo.query(scopes=("task/42",), text="payment overdue", match="hybrid")
     rows = repo.sql("SELECT count(*) AS n FROM observations")
 
-A method is an operation of `ops.OPERATIONS`: its parameters are the fields of the operation's
+A method is an operation of `ops.OPERATIONS` (any operation not listed below is a method
+by its own name, through `__getattr__`): its parameters are the fields of the operation's
 request, in their order (`repo.snapshot("company/acme", at="v1.2")` builds
 `ops.Snapshot("company/acme", at="v1.2")`), so every option the command line or an MCP tool
 offers is also a parameter here, and a field added to a request is a parameter at once. A
@@ -37,7 +38,8 @@ def _json(answer: Any) -> Any:
 
 def _fields(request: type) -> list[inspect.Parameter]:
     """The request's fields as parameters, in their order, with their defaults."""
-    return [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=f.type, default=_default(f))
+    hints = typing.get_type_hints(request)  # the plain types: what a field's `Field` says is in its docs
+    return [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=hints[f.name], default=_default(f))
             for f in dataclasses.fields(request)]
 
 
@@ -69,9 +71,14 @@ class _Operation:
     what `answer` makes of the response. A write (`commit` given: its default) takes `commit`
     and `branch` for the request's `destination`."""
 
-    def __init__(self, request: str, answer: Callable[[Any], Any] = _json, *, commit: bool | None = None) -> None:
+    def __init__(self, request: str | type, answer: Callable[[Any], Any] = _json, *, commit: bool | None = None) -> None:
         self.request, self.answer, self.commit = request, answer, commit
         self._signature: inspect.Signature | None = None
+
+    def request_type(self) -> type:
+        """The request class (named: loaded with its module of the door on first use)."""
+        found: type = getattr(ops, self.request) if isinstance(self.request, str) else self.request
+        return found
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.__name__ = name
@@ -84,13 +91,13 @@ class _Operation:
             return self(repository, *args, **given)
 
         method.__name__ = method.__qualname__ = self.__name__
-        method.__doc__ = getattr(ops, self.request).__doc__
+        method.__doc__ = self.request_type().__doc__
         method.__signature__ = self.__signature__.replace(  # type: ignore[attr-defined]
             parameters=list(self.__signature__.parameters.values())[1:])
         return method
 
     def __call__(self, repository: Repository, *args: Any, **given: Any) -> Any:
-        request: type = getattr(ops, self.request)
+        request: type = self.request_type()
         if self.commit is not None:
             given["destination"] = ops.destination(given.pop("commit", self.commit), given.pop("branch", None))
         names = [f.name for f in dataclasses.fields(request)]
@@ -103,7 +110,7 @@ class _Operation:
     def __signature__(self) -> inspect.Signature:
         """`self`, then the request's fields (for a write, `commit` and `branch` for its `destination`)."""
         if self._signature is None:
-            params = [p for p in _fields(getattr(ops, self.request)) if p.name != "destination" or self.commit is None]
+            params = [p for p in _fields(self.request_type()) if p.name != "destination" or self.commit is None]
             if self.commit is not None:
                 params += [inspect.Parameter("commit", inspect.Parameter.KEYWORD_ONLY, default=self.commit, annotation="bool"),
                            inspect.Parameter("branch", inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -165,6 +172,19 @@ class Repository:
 
     def _tree_states(self) -> Any:
         return self.session.tree_states()
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """Any other registered operation, by its name (`repo.embed_pull(hub_id)`): a new
+        operation is a method at once, with nothing to edit here."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        found = ops.OPERATIONS.get(name)
+        if found is None:
+            raise AttributeError(f"'Repository' has no attribute {name!r} (and no operation is named so)")
+        method = _Operation(found.request, commit=True if found.kind == "writes" else None)
+        method.__set_name__(Repository, name)
+        bound: Callable[..., Any] = method.__get__(self, Repository)
+        return bound
 
     # -- the gate and the index ------------------------------------------------------------
     check = _Operation("Check", lambda done: done.report)  # a `Report` (`.ok`, `.issues`)
