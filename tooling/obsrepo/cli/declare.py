@@ -49,10 +49,12 @@ class Spelling:
     metavar: str | None = None
     choices: tuple[str, ...] | None = None  # fewer than the field allows (seed spellings left out)
     inverse: str | None = None  # a flag that sets a boolean field False, with its own help
+    help: str | None = None  # where the command gives the field another sense (export's --text does not rank)
 
 
-def flag(name: str, *, metavar: str | None = None, choices: tuple[str, ...] | None = None) -> Spelling:
-    return Spelling(flag=name, metavar=metavar, choices=choices)
+def flag(name: str, *, metavar: str | None = None, choices: tuple[str, ...] | None = None,
+         help_text: str | None = None) -> Spelling:
+    return Spelling(flag=name, metavar=metavar, choices=choices, help=help_text)
 
 
 def inverse(name: str, help_text: str) -> Spelling:
@@ -122,7 +124,7 @@ def _parameter(field: dataclasses.Field, hint: Any, spelling: Spelling, flags: M
         return Parameter(field.name, click.Argument([field.name], type=value_type, metavar=metavar), False,
                          dataclasses.MISSING)
     default = field.default
-    text = _help(meta.description, flags, hidden, multiple)
+    text = spelling.help or _help(meta.description, flags, hidden, multiple)
     if spelling.inverse is not None:
         param: click.Parameter = click.Option([spelling.flag or _flag(field.name), field.name], is_flag=True,
                                               help=spelling.inverse)
@@ -194,6 +196,24 @@ def command(request: type, *, names: Names | None = None, options: Sequence[Call
     return declare
 
 
+def options_of(request: type, names: Names | None = None) -> Callable[[Any], Any]:
+    """The generated options of `request`'s fields on a command whose body does more than run
+    one operation and render it (export writes a stream); the command receives each value under
+    its field's name (`values_of` makes the request's values of them)."""
+    table = parameters(request, names)
+
+    def attach(func: Any) -> Any:
+        func.__click_params__ = [*getattr(func, "__click_params__", []), *reversed([p.param for p in table])]
+        return func
+
+    return attach
+
+
+def values_of(request: type, names: Names | None, given: dict[str, Any]) -> dict[str, Any]:
+    """The values of `options_of(request, names)` taken out of a command's `given` arguments."""
+    return {p.field: _value(p, given.pop(p.field)) for p in parameters(request, names)}
+
+
 def _value(parameter: Parameter, given: Any) -> Any:
     if parameter.inverse:
         return False if given else parameter.default
@@ -211,4 +231,4 @@ def _shared(options: Sequence[Callable[[Any], Any]]) -> list[click.Parameter]:
     return list(reversed(getattr(holder, "__click_params__", [])))
 
 
-__all__ = ["Spelling", "argument", "command", "flag", "inverse", "parameters"]
+__all__ = ["Spelling", "argument", "command", "flag", "inverse", "options_of", "parameters", "values_of"]
