@@ -10,8 +10,9 @@ import click
 
 from .. import errors
 from ..ops import Comprehend, Comprehensions, Export, Feedback, Query, Reclassify, Retention, Session, destination, run
-from ..ops.surface import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES, TENANT_KEYS, plural
+from ..ops.surface import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES, plural
 from .app import main
+from .declare import flag, options_of, values_of
 from .errors import _emit_json, handled
 from .options import _progress_bar, examples, json_or_text, read_options, read_session
 from .write import branch_option, commit_option, render_written, write_options, writer
@@ -80,38 +81,23 @@ def retention(at: str | None, limit: int, output_format: str, door: Session) -> 
     return errors.EXIT_OK
 
 
-def _query_filters(func: Any) -> Any:
-    options = [
-        click.option("--scope", "scopes", multiple=True, help="A scope id (repeatable; matches ANY)."),
-        click.option("--type", "type_", help="Exact event type."),
-        click.option("--source", help="Source prefix, taken literally."),
-        click.option("--after", help="From this time on (inclusive)."),
-        click.option("--before", help="Before this time (exclusive)."),
-        click.option("--entity", help="Observations about this entity."),
-        *(click.option(f"--{key}", help=f"Only observations whose tenant has this {key}.") for key in TENANT_KEYS),
-        click.option("--max-classification", type=click.Choice(CLASSIFICATIONS),
-                     help="Leave out anything classified above this level."),
-        click.option("--text", help="Only observations matching these words (BM25)."),
-        click.option("--at", metavar="REV", help="The repository as it was at REV."),
-        click.option("--include-retracted", is_flag=True, help="Also export retracted observations."),
-        click.option("--include-expired", is_flag=True, help="Also export what retention expired."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+# the filters of `query` that export takes: no paging, order or ranking (it writes every match, oldest first)
+EXPORTED = {"scopes": "--scope", "text": flag("--text", help_text="Only observations matching these words (BM25)."),
+            **dict.fromkeys(("limit", "offset", "order", "unweighted", "overlay", "match", "alpha", "fusion", "semantic_k",
+                             "embedding"))}
 
 
 @main.command(epilog=examples("obsrepo export --format csv --output observations.csv",
                               "obsrepo export --tenant org=northwind --max-classification internal --format jsonl > out.jsonl",
                               "obsrepo export --after 2026-01-01 --format parquet --output lake/observations"))
-@_query_filters
+@options_of(Query, EXPORTED)
 @click.option("--format", "output_format", type=click.Choice(["jsonl", "csv", "markdown", "parquet"]), default="jsonl",
               show_default=True, help="jsonl, csv (a header row), markdown (a table), parquet (a folder, year=/month=).")
 @click.option("--output", metavar="PATH", help="The file (a folder for parquet); default stdout.")
 @read_options
 @handled
 @read_session
-def export(output_format: str, output: str | None, at: str | None, door: Session, **filters: Any) -> int:
+def export(output_format: str, output: str | None, door: Session, **filters: Any) -> int:
     """Write every matching observation to jsonl, csv, markdown or parquet.
 
     Matches what query would list with the same filters (no paging), oldest first.
@@ -119,11 +105,7 @@ def export(output_format: str, output: str | None, at: str | None, door: Session
     The tenant binding and the ceiling always apply. CSV columns start with id, agent,
     project, timestamp, classification, content_hash, feedback_weight, content.
     """
-    query = Query(scopes=filters["scopes"], type=filters["type_"], source=filters["source"], entity=filters["entity"],
-                  text=filters["text"], include_retracted=filters["include_retracted"],
-                  include_expired=filters["include_expired"], after=filters["after"], before=filters["before"],
-                  max_classification=filters["max_classification"], at=at,
-                  **{key: filters[key] for key in TENANT_KEYS})
+    query = Query(**values_of(Query, EXPORTED, filters))
     request = Export(query, output_format, output, out=sys.stdout.buffer, progress=_progress_bar("exporting"))
     try:
         result = run(door, request).to_json()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from .fields import At, EntityId, EntityType, Field, Limit, Offset, moment, text_field
+from .fields import At, EntityId, EntityType, Field, Limit, MaxClassification, Offset, moment, text_field
 from .registry import Answer, operation
 from .session import Session
 from .values import Ceiling, Moment, Page
@@ -28,8 +28,8 @@ class Snapshot:
     as_of: Annotated[str | int | None, moment(
         "Valid time: only observations whose period holds this (without a period: timestamp ≤ this)")] = None
     explain: Annotated[bool, Field("Also list every candidate value per field and the rule that decided.")] = False
-    max_classification: str | None = None
-    include_expired: bool = False
+    max_classification: MaxClassification = None
+    include_expired: Annotated[bool, Field("Also count observations that retention expired.")] = False
 
 
 class EntitySnapshot(Answer):
@@ -53,8 +53,8 @@ class Provenance:
     entity: EntityId
     field: Annotated[str, text_field("The field of the snapshot.", 256)]
     at: At = None
-    max_classification: str | None = None
-    include_expired: bool = False
+    max_classification: MaxClassification = None
+    include_expired: Annotated[bool, Field("Also count observations that retention expired.")] = False
 
 
 class FieldProvenance(Answer):
@@ -159,9 +159,9 @@ class Related:
     entity: EntityId
     types: RelationTypes = ()
     direction: Direction = "both"
-    hops: Annotated[int, Field("How many relationships away to go.", minimum=1, maximum=1000)] = 1
+    hops: Annotated[int, Field("How many relationships away to go (1 or more).", minimum=1, maximum=1000)] = 1
     at: At = None
-    limit: int | None = None  # list only the first entities by id (the totals count them all)
+    limit: Annotated[int | None, Field("List only the first N entities by id (the totals still count every one).")] = None
 
 
 class Neighbourhood(Answer):
@@ -188,7 +188,7 @@ class Timeline:
     limit: Limit = 1000
     offset: Offset = 0
     at: At = None
-    max_classification: str | None = None
+    max_classification: MaxClassification = None
 
 
 class Events(Answer):

@@ -3,8 +3,11 @@
 A request field is annotated `Annotated[type, Field(description, bounds…)]`. pydantic's JSON
 Schema of a request (`TypeAdapter(Request).json_schema()`) carries the description and the
 bounds, so the MCP tools' input schemas and the web view's forms are generated from the
-requests and cannot drift from them; the CLI's help can read the same `Field`. The bounds are
-what a caller may send, not new rules: the operations still parse every value (values.py).
+requests and cannot drift from them; the command line's options are generated from the same
+`Field`s (cli/declare.py): name, type, default, choices, help and placeholder. A description
+names another field in backquotes (`text`); each adapter spells it its own way (`--text`).
+The bounds are what a caller may send, not new rules: the operations still parse every value
+(values.py).
 
 Nothing here imports pydantic (the command line starts without it): pydantic calls
 `Field.__get_pydantic_json_schema__` when it builds a schema.
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+from ..format.vocabulary import CLASSIFICATIONS
 from ..params import MAX_LIMIT
 from ..times import MAX_MS, MIN_MS
 from .values import MAX_OFFSET
@@ -39,6 +43,7 @@ class Field:
     min_properties: int | None = None
     max_properties: int | None = None
     choices: tuple[str, ...] = ()
+    placeholder: str | None = None  # what a value looks like where a form or usage line shows one: REV, TIME
 
     def __get_pydantic_json_schema__(self, core_schema: Any, handler: Callable[[Any], JsonSchema]) -> JsonSchema:
         """The type's schema with the bounds on each branch of the JSON type they bound. A
@@ -74,16 +79,18 @@ MOMENT_FORMS = "ISO 8601 (a date, or a timestamp with a timezone) or unix millis
 
 def moment(description: str) -> Field:
     """A moment (values.Moment): ISO 8601 text, or unix milliseconds as an integer or as digits."""
-    return Field(f"{description}: {MOMENT_FORMS}", min_length=1, max_length=64, minimum=MIN_MS, maximum=MAX_MS)
+    return Field(f"{description}: {MOMENT_FORMS}", min_length=1, max_length=64, minimum=MIN_MS, maximum=MAX_MS,
+                 placeholder="TIME")
 
 
 # -- fields many requests share ------------------------------------------------------------------
 EntityId = Annotated[str, text_field("An entity id: type/key, e.g. company/acme.", 512)]
-At = Annotated[str | None, text_field("A git revision (commit, branch, tag, HEAD~3): answer as the repository was there. "
-                                      "Default: the tip served.", 256)]
+At = Annotated[str | None, Field("A git revision (commit, branch, tag, HEAD~3): answer as the repository was there. "
+                                 "Default: the tip served.", min_length=1, max_length=256, placeholder="REV")]
 Limit = Annotated[int, Field(f"At most this many (1..{MAX_LIMIT}).", minimum=1, maximum=MAX_LIMIT)]
 Offset = Annotated[int, Field("Skip this many first (the next page).", minimum=0, maximum=MAX_OFFSET)]
 EntityType = Annotated[str | None, text_field("Only entities of this type (the part before the slash).", 128)]
+MaxClassification = Annotated[str | None, Field("Leave out anything classified above this level.", choices=CLASSIFICATIONS)]
 Reason = Annotated[str, text_field("Why, in one line (it goes into the new observation's event).", 1000)]
 
-__all__ = ["At", "EntityId", "EntityType", "Field", "Limit", "Offset", "Reason", "moment", "text_field"]
+__all__ = ["At", "EntityId", "EntityType", "Field", "Limit", "MaxClassification", "Offset", "Reason", "moment", "text_field"]

@@ -12,10 +12,14 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from ..errors import UsageError
-from .fields import At, Field, Limit, Offset, moment, text_field
+from .fields import At, Field, Limit, MaxClassification, Offset, moment, text_field
 from .registry import Answer, operation
 from .session import Session
 from .values import Binding, Ceiling, Moment, Page
+
+MATCHES = ("lexical", "semantic", "hybrid")
+FUSIONS = ("cc", "rrf")
+MAX_SEMANTIC_K = 10_000
 
 
 # -- observations -----------------------------------------------------------------------------
@@ -33,26 +37,32 @@ class Query:
     entity: Annotated[str | None, text_field("Only observations about this entity (type/key).", 512)] = None
     text: Annotated[str | None, text_field("Full-text search (BM25) over event and body; best matches first, records "
                                            "carry a score.", 1024)] = None
-    max_classification: str | None = None
-    include_retracted: bool = False
-    include_expired: bool = False
-    unweighted: bool = False
+    max_classification: MaxClassification = None
+    include_retracted: Annotated[bool, Field("Also list observations that were retracted.")] = False
+    include_expired: Annotated[bool, Field("Also list observations that retention expired.")] = False
+    unweighted: Annotated[bool, Field("`text` ranks without feedback weights.")] = False
     limit: Limit = 50
     offset: Offset = 0
-    order: str = "desc"
+    order: Annotated[str, Field("By timestamp then id: newest first (desc) or oldest first (asc).",
+                                choices=("desc", "asc"))] = "desc"
     at: At = None
-    org: str | None = None  # tenant filters: narrow the caller's binding, never widen it
-    project: str | None = None
-    agent: str | None = None
-    user: str | None = None
-    overlay: bool | None = None  # a running watcher's drafts; default: the session's setting
+    # tenant filters: narrow the caller's binding, never widen it
+    org: Annotated[str | None, Field("Only observations whose tenant has this org.")] = None
+    project: Annotated[str | None, Field("Only observations whose tenant has this project.")] = None
+    agent: Annotated[str | None, Field("Only observations whose tenant has this agent.")] = None
+    user: Annotated[str | None, Field("Only observations whose tenant has this user.")] = None
+    overlay: Annotated[bool | None, Field("Also list a running watcher's uncommitted drafts; default: the session's "
+                                          "setting.")] = None
     # ranking by meaning (docs/design.md §15); match: default hybrid with an embedder and a text
-    match: Annotated[str | None, Field("How `text` (or `embedding`) ranks: lexical (BM25), semantic (cosine of the "
-                                       "vectors), hybrid (both); default hybrid with an embedder configured, else "
-                                       "lexical.", choices=("lexical", "semantic", "hybrid"))] = None
-    alpha: float = 0.5  # the weight of the cosine in `cc` fusion
-    fusion: str = "cc"  # cc | rrf
-    semantic_k: int = 100  # how many nearest by cosine are candidates
+    match: Annotated[str | None, Field("How `text` ranks: lexical (BM25), semantic (cosine of an embedder's vectors) or "
+                                       "hybrid (both; the default with an embedder configured, else lexical). A query "
+                                       "vector of the caller's own (`embedding`) ranks by meaning too.",
+                                       choices=MATCHES)] = None
+    alpha: Annotated[float, Field("hybrid: the cosine's share of the score (0..1).")] = 0.5
+    fusion: Annotated[str, Field("hybrid: a weighted sum of the scores (cc) or reciprocal rank fusion (rrf).",
+                                 choices=FUSIONS)] = "cc"
+    semantic_k: Annotated[int, Field("semantic and hybrid: the K nearest by cosine are candidates.", minimum=1,
+                                     maximum=MAX_SEMANTIC_K, placeholder="K")] = 100
     embedding: Annotated[tuple[float, ...] | None,
                          Field("The caller's own query vector, of the configured embedder's kind and size: ranks by "
                                "meaning without embedding `text`.", max_items=8192)] = None
@@ -60,11 +70,6 @@ class Query:
 
 class QueryPage(Answer):
     """{observations, total, limit, offset, at_commit}; ranked by meaning, also semantic_coverage."""
-
-
-MATCHES = ("lexical", "semantic", "hybrid")
-FUSIONS = ("cc", "rrf")
-MAX_SEMANTIC_K = 10_000
 
 
 def meaning(session: Session, request: Query) -> Any:
@@ -200,8 +205,9 @@ def export(session: Session, request: Export) -> Exported:
 
 @dataclass(frozen=True)
 class Show:
-    observation_id: str
-    at: str | None = None
+    observation_id: Annotated[str, Field("An observation id, e.g. obs-20260402-091000-c4651c5f.", min_length=1,
+                                         max_length=256, placeholder="ID")]
+    at: At = None
 
 
 class Shown(Answer):
@@ -308,9 +314,11 @@ def overview(session: Session, request: Overview) -> Counted:
 class Sql:
     """One read-only statement over the index's tables (every tenant's rows: unbound callers only)."""
 
-    statement: str
-    timeout: float = 30.0
-    memory_limit: str = "1GB"
+    statement: Annotated[str, Field("One read-only SQL statement.", min_length=1)]
+    timeout: Annotated[float, Field("Stop the statement after this long (QUERY_TIMEOUT, exit 4).",
+                                    placeholder="SECONDS")] = 30.0
+    memory_limit: Annotated[str, Field("The most memory the statement may use, e.g. 512MB, 4GB (QUERY_MEMORY_LIMIT, "
+                                       "exit 4).", placeholder="AMOUNT")] = "1GB"
 
 
 @dataclass(frozen=True)

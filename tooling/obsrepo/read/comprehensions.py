@@ -10,13 +10,11 @@ from typing import Any
 
 from ..errors import NotFoundError, UsageError
 from ..format.vocabulary import CONFIDENCES
-from ..params import check_page
 from .scope import ReadScope
 
 
 def comprehensions(scope: ReadScope, domain: str | None = None, confidence: str | None = None, text: str | None = None,
                    limit: int = 50, offset: int = 0) -> dict[str, Any]:
-    check_page(limit, offset)
     if confidence is not None and confidence not in CONFIDENCES:
         raise UsageError(f"confidence is one of {', '.join(CONFIDENCES)}", parameter="confidence")
     seq = scope.one("SELECT seq FROM commits WHERE sha = ?", [scope.at_commit])

@@ -17,7 +17,6 @@ from typing import Any
 from ..errors import NotFoundError, UsageError
 from ..format.vocabulary import entity_schema_path
 from ..gitstore import Git
-from ..params import check_page
 from .query import RECORD_SQL, _record
 from .scope import ReadScope, entity_clause
 from .snapshots import snapshot
@@ -86,7 +85,6 @@ def _reduce_many(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str,
 
 
 def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-    check_page(limit, offset)
     clause, params = "o.entity IS NOT NULL", []
     if entity_type:
         clause += " AND o.entity_type = ?"
@@ -113,7 +111,6 @@ def normalize(text: str) -> str:
 
 def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limit: int = 50,
          offset: int = 0) -> dict[str, Any]:
-    check_page(limit, offset)
     wanted = normalize(identifier)
     if not wanted:
         raise UsageError("identifier has no letters or digits", parameter="identifier")
@@ -141,7 +138,6 @@ def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limi
 
 
 def observations_of(scope: ReadScope, entity: str, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-    check_page(limit, offset)
     snap = snapshot(scope, entity)  # ENTITY_NOT_FOUND, merges
     family = _family(scope, entity)
     clause, params = entity_clause(family)
@@ -365,7 +361,6 @@ def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None
     from ..format.reduce import _instant
     from ..times import format_timestamp
 
-    check_page(limit, offset)
     clause = "o.entity IS NOT NULL"
     extra: list[Any] = []
     if entity:

@@ -13,7 +13,6 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ..params import check_page
 from .scope import ReadScope
 
 ORDER = "score DESC, entity_a, entity_b"
@@ -21,7 +20,6 @@ ORDER = "score DESC, entity_a, entity_b"
 
 def candidates(scope: ReadScope, entity_type: str | None = None, min_score: float | None = None,
                as_of: datetime | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-    check_page(limit, offset)
     table = "identity_candidates" if scope.as_indexed and as_of is None else _computed(scope, entity_type, as_of)
     clauses: list[str] = []
     params: list[object] = []

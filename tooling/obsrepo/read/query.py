@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import UsageError
 from ..index.columns import RECORD, quoted
 from ..index.schema import CLASSIFICATION_RANK
-from ..params import check_page
-from ..times import RANGE, TimeError, format_timestamp, parse_time, to_utc  # noqa: F401 - parse_time: the one reader of time options
+from ..times import format_timestamp
 from .scope import TENANT_COLUMNS, ReadScope, entity_clause
 
 
 @dataclass
 class QueryRequest:
+    """The engine's query, every value already parsed and checked by the door (ops/reads.py
+    `filters`: the page, the order, the moments, the ceiling), so nothing here checks it again."""
+
     scopes: tuple[str, ...] = ()
     type: str | None = None
     source: str | None = None
@@ -39,26 +40,6 @@ class QueryRequest:
     order: str = "desc"
     semantic: Any = None  # semantic.Semantic: --match semantic|hybrid (docs/design.md §15)
     brief: bool = False  # records of BRIEF's keys only (recall's): a page then reads no body, data or context
-
-    def validate(self) -> None:
-        check_page(self.limit, self.offset)
-        if self.order not in ("asc", "desc"):
-            raise UsageError("order is asc or desc", parameter="order")
-        for name in ("after", "before"):
-            moment = getattr(self, name)
-            if moment is not None and (moment.tzinfo is None or not _in_range(moment)):
-                raise UsageError(f"{name} must be a timestamp with a timezone within {RANGE}", parameter=name)
-        if self.max_classification is not None and self.max_classification not in CLASSIFICATION_RANK:
-            raise UsageError("max_classification is public, internal, confidential or restricted",
-                             parameter="max_classification")
-
-
-def _in_range(moment: datetime) -> bool:
-    try:
-        to_utc(moment)
-    except TimeError:
-        return False
-    return True
 
 
 def _naive_utc(moment: datetime) -> datetime:
@@ -110,7 +91,6 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
     """One page of observations. The filters run over narrow columns only (row id, timestamp,
     id): the page's records are fetched afterwards, so a query costs the same whatever the
     size of the bodies it skips."""
-    request.validate()
     relation, keyed = _reading(scope, request)
     where, params = where_matching(scope, request, keyed)
     direction = "DESC" if request.order == "desc" else "ASC"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..index.stewardship import commit_moment, expires_at_sql, retention_policies
-from ..params import check_page
 from .scope import ReadScope
 
 _TS = ("strftime({c}, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us({c}) % 1000000 <> 0 "
@@ -15,7 +14,6 @@ _TS = ("strftime({c}, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us({c}) % 1000000 
 
 
 def retention(scope: ReadScope, limit: int = 50) -> dict[str, Any]:
-    check_page(limit, 0)
     policies = retention_policies(scope.git, scope.at_commit)
     moment = commit_moment(scope.git, scope.con, scope.at_commit)
     result: dict[str, Any] = {"at_commit": scope.at_commit, "committed_at": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
