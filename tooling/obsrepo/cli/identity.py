@@ -5,27 +5,18 @@ from __future__ import annotations
 
 import click
 
-from .. import errors
-from ..ops import Distinct, Identities, Session, run
+from ..ops import Answer, Distinct, Identities, run
 from .app import main
+from .declare import command
 from .errors import _emit_json, handled
-from .options import _paged, at_option, examples, json_or_text, read_options, read_session
+from .options import examples, json_or_text, read_options
 from .write import render_written, write_options, writer
 
 
-@main.command(epilog=examples("obsrepo identities", "obsrepo identities --type person --min-score 0.9 --format json",
-                              "obsrepo identities --as-of 2026-03-01 --limit 10"))
-@click.option("--type", "entity_type", metavar="TYPE", help="Only pairs of entities of this type.")
-@click.option("--min-score", type=float, help="Only pairs scoring at least this (0..1).")
-@click.option("--as-of", metavar="TIME", help="Valid time: snapshots of the observations with timestamp ≤ TIME.")
-@at_option
-@_paged
-@json_or_text
-@read_options
-@handled
-@read_session
-def identities(entity_type: str | None, min_score: float | None, as_of: str | None, at: str | None, limit: int,
-               offset: int, output_format: str, door: Session) -> int:
+@command(Identities, names={"entity_type": "--type"}, options=(json_or_text, read_options),
+         examples=("obsrepo identities", "obsrepo identities --type person --min-score 0.9 --format json",
+                   "obsrepo identities --as-of 2026-03-01 --limit 10"))
+def identities(answer: Answer, output_format: str) -> str | None:
     """Pairs of entities that may be the same, best first.
 
     Pairs of surviving entities of one type, not merged and not declared distinct: `strong`
@@ -34,19 +25,20 @@ def identities(entity_type: str | None, min_score: float | None, as_of: str | No
     Each pair lists its evidence, field by field. Decide with `obsrepo merge A B` or
     `obsrepo distinct A B --reason TEXT`.
     """
-    answer = run(door, Identities(entity_type, min_score, as_of, at, limit, offset)).to_json()
+    found = answer.to_json()
     if output_format == "json":
-        _emit_json(answer)
-        return errors.EXIT_OK
-    for item in answer["candidates"]:
+        _emit_json(found)
+        return None
+    lines = []
+    for item in found["candidates"]:
         first, second = item["entities"]
-        click.echo(f"{item['score']:.6f} {item['tier']:<8} {first} {second}")
+        lines.append(f"{item['score']:.6f} {item['tier']:<8} {first} {second}")
         for ev in item["evidence"]:
-            click.echo(f"    {ev['field']}: {ev['values'][0]!r} ~ {ev['values'][1]!r} ({ev['comparison']} {ev['similarity']})")
-    shown = len(answer["candidates"])
-    click.echo(f"{shown} of {answer['total']} pair(s) at {answer['at_commit'][:12]}" if shown else
-               f"no pairs at {answer['at_commit'][:12]}")
-    return errors.EXIT_OK
+            lines.append(f"    {ev['field']}: {ev['values'][0]!r} ~ {ev['values'][1]!r} ({ev['comparison']} {ev['similarity']})")
+    shown = len(found["candidates"])
+    lines.append(f"{shown} of {found['total']} pair(s) at {found['at_commit'][:12]}" if shown else
+                 f"no pairs at {found['at_commit'][:12]}")
+    return "\n".join(lines)
 
 
 @main.command(epilog=examples('obsrepo distinct person/jon-smith person/john-smith --reason "Father and son"',

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from .fields import At, EntityId, Field, text_field
+from .fields import At, EntityId, Field, MaxClassification, text_field
 from .registry import Answer, operation
 from .session import Session
 
@@ -22,7 +22,7 @@ class Intervals:
     entity: EntityId
     fields: FieldNames = ()
     at: At = None
-    max_classification: str | None = None
+    max_classification: MaxClassification = None
 
 
 class FieldIntervals(Answer):
