@@ -19,7 +19,7 @@ SUFFIXES = {".py", ".md", ".yml", ".yaml", ".toml", ".html", ".txt"}
 
 HEADING = re.compile(r"^#+ (\d+[a-z]?(?:\.\d+)?)\.? ", re.M)
 # a section, optionally a range's end (`§2–3`, `§14–§18`), optionally a quoted point of it
-CITATION = re.compile(r"§ ?(\d+[a-z]?(?:\.\d+)?)(?:[–-]§?(\d+[a-z]?))?(?:,? \"([^\"\n]+)\")?")
+CITATION = re.compile(r"§ ?(\d+[a-z]?(?:\.\d+)?)(?:[–-]§?(\d+[a-z]?(?:\.\d+)?))?(?:,? \"([^\"\n]+)\")?")
 NAMED = re.compile(r"design\.md, \"([^\"\n]+)\"")
 
 
