@@ -7,9 +7,8 @@ import posixpath
 import re
 from typing import Any
 
-from .. import errors
 from .report import Issue
-from .suggest import did_you_mean
+from .schema_file import SchemaFile
 from .vocabulary import POLICIES
 
 _EVENT_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
@@ -18,22 +17,11 @@ _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def read_entity_schema(path: str, data: bytes) -> tuple[dict[str, Any] | None, list[Issue]]:
     """Parse and check one entity schema; (schema or None, issues)."""
-    from .document import read_document
-
-    text = b"---\n" + data.rstrip(b"\n") + b"\n---\n"
-    doc = read_document(path, text)
-    issues = [Issue(i.path, max(i.line - 1, 1), i.col, i.code, i.rule, i.message) for i in doc.issues]
-    front = doc.front
-    if front is None or issues:
+    file = SchemaFile(path, data, "entity-schema")
+    front, issues, bad = file.front, file.issues, file.bad
+    if front is None:
         return None, issues
-
-    def bad(key_path: tuple, message: str) -> None:
-        line, col = doc.loc(key_path)
-        issues.append(Issue(path, max(line - 1, 1), col, errors.VALIDATION_ERROR, "entity-schema", message))
-
-    known = ("spec", "type", "fields", "temporal_fields", "identity")
-    for key in sorted(set(front) - set(known)):
-        bad((key,), f"unknown key '{key}'{did_you_mean(key, known)}")
+    file.unknown_keys(front, ("spec", "type", "fields", "temporal_fields", "identity"))
     if front.get("spec") != "entity-schema/v1":
         bad(("spec",), "spec must be entity-schema/v1")
     expected = posixpath.basename(path).rsplit(".", 1)[0]

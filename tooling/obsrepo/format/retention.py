@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import errors
 from .report import Issue
-from .suggest import did_you_mean
+from .schema_file import SchemaFile
 from .vocabulary import CLASSIFICATIONS
 
 RULE = "retention-policy"
@@ -34,21 +33,11 @@ class Policy:
 
 def read_retention(path: str, data: bytes) -> tuple[list[Policy] | None, list[Issue]]:
     """Parse and check the retention file; (policies or None, issues)."""
-    from .document import read_document
-
-    text = b"---\n" + data.rstrip(b"\n") + b"\n---\n"
-    doc = read_document(path, text)
-    issues = [Issue(i.path, max(i.line - 1, 1), i.col, i.code, i.rule, i.message) for i in doc.issues]
-    front = doc.front
-    if front is None or issues:
+    file = SchemaFile(path, data, RULE)
+    front, issues, bad = file.front, file.issues, file.bad
+    if front is None:
         return None, issues
-
-    def bad(key_path: tuple, message: str) -> None:
-        line, col = doc.loc(key_path)
-        issues.append(Issue(path, max(line - 1, 1), col, errors.VALIDATION_ERROR, RULE, message))
-
-    for key in sorted(set(front) - {"spec", "policies"}):
-        bad((key,), f"unknown key '{key}'{did_you_mean(key, ('spec', 'policies'))}")
+    file.unknown_keys(front, ("spec", "policies"))
     if front.get("spec") != "retention/v1":
         bad(("spec",), "spec must be retention/v1")
     items = front.get("policies", [])
@@ -61,9 +50,7 @@ def read_retention(path: str, data: bytes) -> tuple[list[Policy] | None, list[Is
         if not isinstance(item, dict):
             bad(where, "each policy is a mapping {type?, classification?, ttl: <days>d}")
             continue
-        for key in sorted(set(item) - {"type", "classification", "ttl"}):
-            bad((*where, key), f"unknown key '{key}' in a policy (type, classification, ttl)"
-                               f"{did_you_mean(key, ('type', 'classification', 'ttl'))}")
+        file.unknown_keys(item, ("type", "classification", "ttl"), where, " in a policy (type, classification, ttl)")
         kind, level, ttl = item.get("type"), item.get("classification"), item.get("ttl")
         if kind is None and level is None:
             bad(where, "a policy names a type, a classification or both")

@@ -6,6 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 RELATION = "STRUCT(type VARCHAR, target VARCHAR)[]"
+# a TIMESTAMP column as text the way documents and the reducer write an instant: UTC, `Z`,
+# microseconds only when there are any (`UTC_TEXT.format("o.timestamp")`)
+UTC_TEXT = ("strftime({0}, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us({0}) % 1000000 <> 0 "
+            "THEN strftime({0}, '.%f') ELSE '' END || 'Z'")
 
 # (name, DuckDB type, NOT NULL)
 OBS_VERSIONS: list[tuple[str, str, bool]] = [

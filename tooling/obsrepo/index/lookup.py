@@ -10,12 +10,12 @@ from typing import Any
 
 from ..gate.change import Context, Wanted
 from ..params import TENANT_KEYS
+from .columns import UTC_TEXT
 
 Rows = Callable[[str, list[Any]], list[tuple[Any, ...]]]  # (statement, parameters) → rows
 
 # a timestamp as `analyze` writes it in a document's facts (whole seconds without a fraction)
-CANONICAL_TS = ("strftime(o.timestamp, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us(o.timestamp) % 1000000 <> 0 "
-                "THEN strftime(o.timestamp, '.%f') ELSE '' END || 'Z'")
+CANONICAL_TS = UTC_TEXT.format("o.timestamp")
 
 
 def named_observations(rows: Rows, relation: str) -> Context:

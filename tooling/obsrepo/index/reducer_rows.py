@@ -94,24 +94,23 @@ def all_policies(git: Git, commit: str) -> dict[tuple[str, str], str]:
     return policies
 
 
-_POLICIES: dict[tuple[str, str], dict[str, str]] = {}
+_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def schema_at(git: Git, commit: str, entity_type: str) -> dict[str, Any]:
+    """`schemas/entities/<type>.yaml` in the tree of `commit`, read once per process (a commit's
+    tree never changes); `{}` when it is absent or invalid (`check` reports that)."""
+    key = (commit, entity_type)
+    if key not in _SCHEMAS:
+        from ..format.entity_schema import read_entity_schema
+
+        path = entity_schema_path(entity_type)
+        raw = git.run("cat-file", "blob", f"{commit}:{path}", check=False)
+        _SCHEMAS[key] = (read_entity_schema(path, raw)[0] or {}) if raw else {}
+    return _SCHEMAS[key]
 
 
 def load_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
-    """Per-field policies from `schemas/entities/<type>.yaml` in the tree of `commit` (a commit's
-    tree never changes, so each is read once per process)."""
-    key = (commit, entity_type)
-    if key not in _POLICIES:
-        _POLICIES[key] = _read_policies(git, commit, entity_type)
-    return _POLICIES[key]
-
-
-def _read_policies(git: Git, commit: str, entity_type: str) -> dict[str, str]:
-    from ..format.entity_schema import read_entity_schema
-
-    path = entity_schema_path(entity_type)
-    raw = git.run("cat-file", "blob", f"{commit}:{path}", check=False)
-    if not raw:
-        return {}
-    schema, _issues = read_entity_schema(path, raw)
-    return {name: spec["policy"] for name, spec in (schema or {}).get("fields", {}).items() if spec.get("policy") in POLICIES}
+    """Per-field policies of the entity schema of `commit`."""
+    fields = schema_at(git, commit, entity_type).get("fields", {})
+    return {name: spec["policy"] for name, spec in fields.items() if spec.get("policy") in POLICIES}

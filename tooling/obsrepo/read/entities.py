@@ -17,6 +17,8 @@ from typing import Any
 from ..errors import NotFoundError, UsageError
 from ..format.vocabulary import entity_schema_path
 from ..gitstore import Git
+from ..index.columns import UTC_TEXT
+from ..index.reducer_rows import schema_at
 from .query import RECORD_SQL, _record
 from .scope import ReadScope, entity_clause
 from .snapshots import snapshot
@@ -51,11 +53,6 @@ def _snapshot_or_empty(scope: ReadScope, entity: str) -> dict[str, Any]:
         return snapshot(scope, entity)
     except NotFoundError:
         return {"observation_count": 0, "last_observation_at": None, "snapshot": {}}
-
-
-# an instant as the reducer writes it: UTC, `Z`, microseconds only when there are any
-UTC_TEXT = ("strftime({0}, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us({0}) % 1000000 <> 0 "
-            "THEN strftime({0}, '.%f') ELSE '' END || 'Z'")
 
 
 def _stored_summaries(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -336,20 +333,9 @@ def _event_type(field: str, declared: dict[str, str]) -> str:
 
 
 # a commit's tree never changes: each (commit, entity type)'s declared events are read once a process
-_DECLARED: dict[tuple[str, str], dict[str, str]] = {}
-
-
 def _declared_events(git: Git, commit: str, entity_type: str) -> dict[str, str]:
     """field → event type, as the entity schema of `commit` declares (`temporal_fields`)."""
-    key = (commit, entity_type)
-    if key not in _DECLARED:
-        from ..format.entity_schema import read_entity_schema
-
-        path = entity_schema_path(entity_type)
-        raw = git.run("cat-file", "blob", f"{commit}:{path}", check=False)
-        schema = read_entity_schema(path, raw)[0] if raw else None
-        _DECLARED[key] = {t["field"]: t["event_type"] for t in (schema or {}).get("temporal_fields", [])}
-    return _DECLARED[key]
+    return {t["field"]: t["event_type"] for t in schema_at(git, commit, entity_type).get("temporal_fields", [])}
 
 
 def timeline(scope: ReadScope, entity: str | None = None, event_type: str | None = None,

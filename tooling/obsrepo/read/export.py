@@ -20,12 +20,11 @@ from typing import Any
 
 from ..errors import UsageError, WriteFault
 from ..files import staged
+from ..index.columns import UTC_TEXT
 from .query import QueryRequest, _filters
 from .scope import ReadScope
 
 FORMATS = ("jsonl", "csv", "markdown", "parquet")
-_TS = ("strftime({c}, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us({c}) % 1000000 <> 0 "
-       "THEN strftime({c}, '.%f') ELSE '' END || 'Z'")
 FIRST = ["id", "agent", "project", "timestamp", "classification", "content_hash", "feedback_weight", "content"]
 REST = ["source", "type", "event", "body", "scope", "entity", "fields", "priority", "specificity", "tenant_org",
         "tenant_user", "declared_classification", "source_ref", "interpretation", "data", "context", "trace_ref",
@@ -46,7 +45,7 @@ def _select(weights: str, text_columns: bool, partitions: bool) -> str:
         if name == "content":
             return "o.event || CASE WHEN o.body <> '' THEN chr(10) || chr(10) || o.body ELSE '' END AS content"
         if name in ("timestamp", "committed_at"):
-            return (_TS.format(c=f"o.{name}") if text_columns else f"o.{name}") + f" AS {name}"
+            return (UTC_TEXT.format(f"o.{name}") if text_columns else f"o.{name}") + f" AS {name}"
         if name in _NESTED and text_columns:
             return f"to_json(o.{name})::VARCHAR AS {name}"
         if name in ("fields", "data", "context") and text_columns:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..index.columns import UTC_TEXT
 from ..index.stewardship import commit_moment, expires_at_sql, retention_policies
 from .scope import ReadScope
-
-_TS = ("strftime({c}, '%Y-%m-%dT%H:%M:%S') || CASE WHEN epoch_us({c}) % 1000000 <> 0 "
-       "THEN strftime({c}, '.%f') ELSE '' END || 'Z'")
 
 
 def retention(scope: ReadScope, limit: int = 50) -> dict[str, Any]:
@@ -21,11 +19,11 @@ def retention(scope: ReadScope, limit: int = 50) -> dict[str, Any]:
                               "expired": [], "total_expired": 0, "upcoming": [], "total_upcoming": 0}
     if not policies:
         return result
-    rows = f"""SELECT o.id, o.type, o.classification, {_TS.format(c="o.timestamp")} AS ts, e.expires, o.path
+    rows = f"""SELECT o.id, o.type, o.classification, {UTC_TEXT.format("o.timestamp")} AS ts, e.expires, o.path
         FROM (SELECT o.row_id, {expires_at_sql(policies, "o.class_rank")} AS expires FROM visible AS o) AS e
         JOIN visible AS o USING (row_id) WHERE e.expires IS NOT NULL"""
     for key, condition, order in (("expired", "expires <= ?", "expires, id"), ("upcoming", "expires > ?", "expires, id")):
-        found = scope.rows(f"SELECT id, type, classification, ts, {_TS.format(c='expires')}, path, count(*) OVER () "
+        found = scope.rows(f"SELECT id, type, classification, ts, {UTC_TEXT.format('expires')}, path, count(*) OVER () "
                            f"FROM ({rows}) WHERE {condition} ORDER BY {order} LIMIT ?", [moment, limit])
         result[key] = [{"id": r[0], "type": r[1], "classification": r[2], "timestamp": r[3], "expires_at": r[4],
                         "path": r[5]} for r in found]
