@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import IndexFault
 from .engine import Attached
 from .generations import seal_path
-from .paths import check_place, overlay_path, private_folder, unwritable
+from .paths import claim, overlay_path, private_folder, unwritable
 from .reader import open_internal
 from .watch_lock import WatchLock
 
@@ -33,7 +33,7 @@ class IndexFiles:
     def watch_lock(self) -> Iterator[WatchLock]:
         """One watcher per index: a second one fails at once with INDEX_ERROR naming the holder,
         and so does a watcher of an index that could never be written there."""
-        check_place(self.path)
+        claim(self.path)
         try:
             private_folder(os.path.dirname(self.path))
         except OSError as exc:
@@ -51,7 +51,7 @@ class IndexFiles:
     def writer_lock(self) -> Iterator[None]:
         import fcntl
 
-        check_place(self.path)
+        claim(self.path)
         try:
             private_folder(os.path.dirname(self.path))
             handle = open(self.lock_path, "a+")
