@@ -78,9 +78,24 @@ def _quietly(start: Callable[[], None]) -> None:
 
 
 def _start_worker(caller: int, initializer: Callable[..., None] | None, initargs: tuple) -> None:
+    _release_server()
     die_with_parent(caller)
     if initializer is not None:
         initializer(*initargs)
+
+
+def _release_server() -> None:
+    """Close this worker's copy of the fork server's "alive" descriptor. The server ends when
+    every holder of that descriptor has; a worker holding it would keep the server waiting
+    after the caller was killed, and the worker waiting for the server to die: neither ends."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if isinstance(fd, int):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        server._forkserver_alive_fd = None  # type: ignore[union-attr]
 
 
 def die_with_parent(caller: int) -> None:
