@@ -100,12 +100,12 @@ def _release_server() -> None:
 
 def die_with_parent(caller: int) -> None:
     """Make this process end when its parent does: the kernel's parent-death signal on Linux
-    (delivered even to a stopped process), else a watchdog thread. If the parent, or the
-    caller that asked for the pool, is already gone, end now."""
-    parent = os.getppid()
+    (delivered even to a stopped process), else a watchdog thread. If the caller that asked
+    for the pool is already gone, end now. (A fork server's worker has the server for parent;
+    the server ends with the caller, see `_release_server`.)"""
     if not _death_signal():
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="obsrepo-watchdog").start()
-    if os.getppid() != parent or not _alive(caller):
+        threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True, name="obsrepo-watchdog").start()
+    if not _alive(caller):  # it died before the signal was asked for: none will come
         os._exit(1)
 
 
