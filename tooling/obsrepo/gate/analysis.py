@@ -100,7 +100,7 @@ def _analyze_parallel(source: Source, todo: list[Listed]) -> Iterable[tuple[List
     nothing this process holds (a source's closures included, hence the contents are sent)
     and die with it."""
     chunks = (todo[start:start + READ_CHUNK] for start in range(0, len(todo), READ_CHUNK))
-    with pool(min(cores(), -(-len(todo) // READ_CHUNK)), gc.disable, preload=(__name__,)) as workers:
+    with pool(min(cores(), -(-len(todo) // READ_CHUNK)), gc.disable, preload=(__name__, "obsrepo.format.validate")) as workers:
         # a few chunks in flight, never all: workers that outrun their reader (a busy machine,
         # a slow consumer) would otherwise pile every finished chunk up in this process
         flight: deque[Any] = deque()

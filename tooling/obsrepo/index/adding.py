@@ -31,6 +31,11 @@ from .plan import Addition
 from .rows import PLAIN_LIMIT, insert_rows, observation_batch
 
 CHUNK = 1000  # documents per task of the parallel path
+# what a worker imports to parse its chunks: the fork server imports it once, so each worker
+# starts with it loaded, as a forked one would. Only modules that start no thread: pyarrow and
+# pandas start some (jemalloc's, a thread pool), and a server forked with a thread running
+# hangs its workers; each worker imports those itself
+WORKER_MODULES = (__name__, "obsrepo.format.validate", "obsrepo.gate.cache")
 IN_FLIGHT = 6  # chunks the workers may hold or have sent ahead of the loading
 
 
@@ -172,7 +177,10 @@ _CHUNK_STATE: dict = {}
 def _chunk_worker_init(root: str, info: dict, keep: bool) -> None:
     import gc
 
+    from .engine import refuse_pandas
+
     gc.disable()  # a worker lives for one build (see gate.cache.paused_gc)
+    refuse_pandas()
     # its git process ends with the worker
     _CHUNK_STATE.update(reader=Git(root).blob_reader(), info=info, keep=keep)
 
@@ -221,7 +229,7 @@ def _in_parallel(adding: Adding, additions: list[Addition], parsed: list[Any]) -
 
     keep = adding.cache is not None
     with pool(min(cores(), len(starts)), _chunk_worker_init, (adding.git.root, adding.info, keep),
-              preload=(__name__,)) as workers:
+              preload=WORKER_MODULES) as workers:
         try:
             yield from _gather(adding, workers.imap(_chunk, chunks()), window, len(additions))
         finally:

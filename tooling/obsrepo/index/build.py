@@ -19,7 +19,7 @@ from ..format.analyze import PARALLEL_THRESHOLD
 from ..format.report import Issue
 from ..gitstore import Git
 from ..processes import warm
-from .adding import add, touch
+from .adding import WORKER_MODULES, add, touch
 from .engine import damage_errors
 from .entity_table import refresh_snapshots
 from .generations import publish
@@ -168,7 +168,7 @@ def _write(build: BuildContext, existing: list[str] | None, early: Future[str] |
         con.execute(TABLES if existing is None else DROP_INDEXES)
         plan = plan_update(git, existing, target)
         if len(plan.additions) >= PARALLEL_THRESHOLD:  # the worker pool starts while the rest is set up
-            warm(("obsrepo.index.adding",))
+            warm(WORKER_MODULES)
         result = apply_plan(git, con, plan, build.progress)
         if build.strict and result.problems:
             raise StrictFailure

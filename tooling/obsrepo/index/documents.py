@@ -46,7 +46,7 @@ def _parse_job(job: tuple[str, bytes]) -> Parsed:
 
 def _parse_all(jobs: list[tuple[str, bytes]]) -> list[Parsed]:
     if len(jobs) >= PARALLEL_THRESHOLD and cores() > 1:
-        with pool(min(cores(), -(-len(jobs) // 256)), preload=(__name__,)) as workers:
+        with pool(min(cores(), -(-len(jobs) // 256)), preload=(__name__, "obsrepo.format.validate")) as workers:
             return workers.map(_parse_job, jobs, chunksize=256)
     return [_parse_job(job) for job in jobs]
 
