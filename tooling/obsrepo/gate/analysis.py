@@ -4,7 +4,6 @@ what the rules found of them (`check` of everything, `check --base` of a change)
 from __future__ import annotations
 
 import gc
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import Any
 from ..format.analyze import PARALLEL_THRESHOLD, analyze
 from ..format.report import Issue
 from ..format.rules import Analysis
+from ..processes import cores, pool
 from .cache import AnalysisCache
 from .sources import REGULAR_MODES, Listed, Source
 
@@ -60,9 +60,9 @@ def through_cache(source: Source, cache: AnalysisCache, todo: list[Listed]) -> I
 
 def analyzed(source: Source, todo: list[Listed], progress: Callable[[int, int], None] | None = None,
              ) -> Iterator[tuple[Listed, Analysis, Any]]:
-    """Read and analyse `todo` (past `PARALLEL_THRESHOLD` documents in two worker processes),
+    """Read and analyse `todo` (past `PARALLEL_THRESHOLD` documents in worker processes),
     yielding each document's analysis and record as it is done, none kept."""
-    if len(todo) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
+    if len(todo) >= PARALLEL_THRESHOLD and cores() > 1:
         results = _analyze_parallel(source, todo)
     else:
         # with the record: the index reuses it (gate/cache.py), so no document is parsed twice
@@ -85,41 +85,30 @@ def _analyze_one(job: tuple[str, bytes]) -> tuple[list, Any]:
     return analysis.to_cache(), analysis.record_to_cache()
 
 
-READ_CHUNK = 1000  # documents a worker reads and analyses per task (one `git cat-file` for a git source)
+READ_CHUNK = 1000  # documents a worker analyses per task (one `git cat-file` for a git source)
 IN_FLIGHT = 4  # chunks given to the workers and not yet taken back
-_FORKED: list[Source] = []  # the source forked workers read from
 
 
-def _analyze_chunk(items: list[Listed]) -> list[tuple[Listed, list, Any]]:
-    """In a forked worker: read `items` from the source and analyse them."""
-    return [(item, *_analyze_one((item.path, data))) for item, data in _FORKED[0].read(items)]
+def _analyze_chunk(jobs: list[tuple[Listed, bytes]]) -> list[tuple[Listed, list, Any]]:
+    """In a worker: analyse a chunk of documents read by the parent."""
+    return [(item, *_analyze_one((item.path, data))) for item, data in jobs]
 
 
 def _analyze_parallel(source: Source, todo: list[Listed]) -> Iterable[tuple[Listed, Analysis, Any]]:
-    """Two worker processes analyse the documents. Forked workers read their own share (no
-    contents through pipes, reading overlaps analysing); spawned ones are sent the contents."""
-    import multiprocessing
-
-    if not hasattr(os, "fork"):
-        listed = list(source.read(todo))
-        with multiprocessing.get_context("spawn").Pool(min(2, os.cpu_count() or 1)) as pool:
-            rows = pool.imap(_analyze_one, [(item.path, data) for item, data in listed], chunksize=256)
-            for (item, _), (row, record) in zip(listed, rows):  # in order, as each chunk is done (progress moves)
+    """Worker processes, one per core, analyse the documents chunk by chunk while this process
+    reads the next chunks from the source. The workers come from `processes.pool`: they inherit
+    nothing this process holds (a source's closures included, hence the contents are sent)
+    and die with it."""
+    chunks = (todo[start:start + READ_CHUNK] for start in range(0, len(todo), READ_CHUNK))
+    with pool(min(cores(), -(-len(todo) // READ_CHUNK)), gc.disable, preload=(__name__, "obsrepo.format.validate")) as workers:
+        # a few chunks in flight, never all: workers that outrun their reader (a busy machine,
+        # a slow consumer) would otherwise pile every finished chunk up in this process
+        flight: deque[Any] = deque()
+        for chunk in islice(chunks, IN_FLIGHT):
+            flight.append(workers.apply_async(_analyze_chunk, (list(source.read(chunk)),)))
+        while flight:
+            done = flight.popleft().get()
+            for chunk in islice(chunks, 1):
+                flight.append(workers.apply_async(_analyze_chunk, (list(source.read(chunk)),)))
+            for item, row, record in done:
                 yield item, Analysis.from_cache(item.path, row), record
-        return
-    chunks = [todo[start:start + READ_CHUNK] for start in range(0, len(todo), READ_CHUNK)]
-    _FORKED[:] = [source]
-    try:
-        with multiprocessing.get_context("fork").Pool(min(2, os.cpu_count() or 1), initializer=gc.disable) as pool:
-            # a few chunks in flight, never all: workers that outrun their reader (a busy machine,
-            # a slow consumer) would otherwise pile every finished chunk up in this process
-            waiting = iter(chunks)
-            flight = deque(pool.apply_async(_analyze_chunk, (chunk,)) for chunk in islice(waiting, IN_FLIGHT))
-            while flight:
-                done = flight.popleft().get()  # workers end with the job: no collector
-                for chunk in islice(waiting, 1):
-                    flight.append(pool.apply_async(_analyze_chunk, (chunk,)))
-                for item, row, record in done:
-                    yield item, Analysis.from_cache(item.path, row), record
-    finally:
-        _FORKED.clear()

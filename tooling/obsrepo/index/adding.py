@@ -3,14 +3,13 @@
 Documents go slice by slice: each slice is read from git (unless the analysis cache `check`
 shares knows it), validated, turned into rows and loaded before the next is read, so a build
 holds one slice of documents, never the whole repository (docs/design.md §5). Many documents
-are validated by two worker processes, chunk by chunk; a few are parsed here and inserted
+are validated by worker processes (one per core), chunk by chunk; a few are parsed here and inserted
 with plain parameters, which spares loading pyarrow.
 """
 
 from __future__ import annotations
 
 import marshal
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from ..format.report import Issue
 from ..format.rules import kind_of
 from ..gate.cache import CACHE_BYTES_PER_DOCUMENT, CACHE_DOCUMENTS, cache_for
 from ..gitstore import Git
+from ..processes import cores, pool
 from . import history
 from .columns import COMP_COLUMNS, OBS_COLUMNS
 from .documents import Parsed, Version, index_records, index_terms, known, parse_for_cache, sort_parsed, version_row
@@ -31,6 +31,11 @@ from .plan import Addition
 from .rows import PLAIN_LIMIT, insert_rows, observation_batch
 
 CHUNK = 1000  # documents per task of the parallel path
+# what a worker imports to parse its chunks: the fork server imports it once, so each worker
+# starts with it loaded, as a forked one would. Only modules that start no thread: pyarrow and
+# pandas start some (jemalloc's, a thread pool), and a server forked with a thread running
+# hangs its workers; each worker imports those itself
+WORKER_MODULES = (__name__, "obsrepo.format.validate", "obsrepo.gate.cache")
 IN_FLIGHT = 6  # chunks the workers may hold or have sent ahead of the loading
 
 
@@ -91,7 +96,7 @@ def add(git: Git, con: Any, additions: list[Addition], info: dict[str, history.C
     parsed: list[Any] = [known(cache, a.path, a.blob) for a in additions]
     todo = sum(hit is None for hit in parsed)
     result.parsed, result.reused = todo, len(additions) - todo
-    parallel = todo >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1
+    parallel = todo >= PARALLEL_THRESHOLD and cores() > 1
     many = parallel or len(additions) > PLAIN_LIMIT  # Arrow batches (the workers always send them)
     slices = _in_parallel(adding, additions, parsed) if parallel else _in_process(adding, additions, parsed, many)
     problems: list[Issue] = []
@@ -172,7 +177,10 @@ _CHUNK_STATE: dict = {}
 def _chunk_worker_init(root: str, info: dict, keep: bool) -> None:
     import gc
 
+    from .engine import refuse_pandas
+
     gc.disable()  # a worker lives for one build (see gate.cache.paused_gc)
+    refuse_pandas()
     # its git process ends with the worker
     _CHUNK_STATE.update(reader=Git(root).blob_reader(), info=info, keep=keep)
 
@@ -207,12 +215,10 @@ def _chunk(job: tuple[list[Addition], list[Any]]) -> tuple[Any, list[dict], list
 
 
 def _in_parallel(adding: Adding, additions: list[Addition], parsed: list[Any]) -> Iterator[_Slice]:
-    """Two worker processes each read a chunk of blobs from git (those the cache does not know),
+    """Worker processes (one per core, started by `processes.pool`) each read a chunk of blobs from git (those the cache does not know),
     validate it and return an Arrow batch, at most IN_FLIGHT chunks ahead of the loading. With
     a cache, the workers send the new analyses marshalled (`AnalysisCache.put_parts`), written
     out unopened when the build ends."""
-    import multiprocessing
-
     starts = range(0, len(additions), CHUNK)
     window = threading.Semaphore(IN_FLIGHT)
 
@@ -221,12 +227,11 @@ def _in_parallel(adding: Adding, additions: list[Addition], parsed: list[Any]) -
             window.acquire()  # released as results are taken: workers never run far ahead of the loading
             yield additions[start:start + CHUNK], parsed[start:start + CHUNK]
 
-    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     keep = adding.cache is not None
-    with context.Pool(min(2, os.cpu_count() or 1), initializer=_chunk_worker_init,
-                      initargs=(adding.git.root, adding.info, keep)) as pool:
+    with pool(min(cores(), len(starts)), _chunk_worker_init, (adding.git.root, adding.info, keep),
+              preload=WORKER_MODULES) as workers:
         try:
-            yield from _gather(adding, pool.imap(_chunk, chunks()), window, len(additions))
+            yield from _gather(adding, workers.imap(_chunk, chunks()), window, len(additions))
         finally:
             window.release(len(starts))  # a feeder still waiting ends, so the pool can close
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import IndexFault
+from ..format.analyze import PARALLEL_THRESHOLD
 from ..format.report import Issue
 from ..gitstore import Git
-from .adding import add, touch
+from ..processes import warm
+from .adding import WORKER_MODULES, add, touch
 from .engine import damage_errors
 from .entity_table import refresh_snapshots
 from .generations import publish
@@ -165,7 +167,10 @@ def _write(build: BuildContext, existing: list[str] | None, early: Future[str] |
         raise unwritable(files.path, exc if isinstance(exc, OSError) else OSError(str(exc))) from None
     try:
         con.execute(TABLES if existing is None else DROP_INDEXES)
-        result = apply_plan(git, con, plan_update(git, existing, target), build.progress)
+        plan = plan_update(git, existing, target)
+        if len(plan.additions) >= PARALLEL_THRESHOLD:  # the worker pool starts while the rest is set up
+            warm(WORKER_MODULES)
+        result = apply_plan(git, con, plan, build.progress)
         if build.strict and result.problems:
             raise StrictFailure
         result.semantic = refresh_vectors(git, con, build.embedder, update=existing is not None)

@@ -7,7 +7,6 @@ a tuple costs, on the hot path of a cold build (100,000 documents)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -15,6 +14,7 @@ from ..format.analyze import PARALLEL_THRESHOLD, analyze
 from ..format.report import Issue
 from ..format.rules import kind_of, place
 from ..gitstore import Git
+from ..processes import cores, pool
 from . import history
 from .plan import Addition
 from .rows import TOKENS
@@ -45,12 +45,9 @@ def _parse_job(job: tuple[str, bytes]) -> Parsed:
 
 
 def _parse_all(jobs: list[tuple[str, bytes]]) -> list[Parsed]:
-    if len(jobs) >= PARALLEL_THRESHOLD and (os.cpu_count() or 1) > 1:
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-        with context.Pool(min(2, os.cpu_count() or 1)) as pool:
-            return pool.map(_parse_job, jobs, chunksize=256)
+    if len(jobs) >= PARALLEL_THRESHOLD and cores() > 1:
+        with pool(min(cores(), -(-len(jobs) // 256)), preload=(__name__, "obsrepo.format.validate")) as workers:
+            return workers.map(_parse_job, jobs, chunksize=256)
     return [_parse_job(job) for job in jobs]
 
 

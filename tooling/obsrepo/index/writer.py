@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..errors import IndexFault
+from ..processes import exclusive
 from .engine import Attached
 from .generations import seal_path
-from .paths import check_place, overlay_path, private_folder, unwritable
+from .paths import claim, overlay_path, private_folder, unwritable
 from .reader import open_internal
 from .watch_lock import WatchLock
 
@@ -33,7 +34,7 @@ class IndexFiles:
     def watch_lock(self) -> Iterator[WatchLock]:
         """One watcher per index: a second one fails at once with INDEX_ERROR naming the holder,
         and so does a watcher of an index that could never be written there."""
-        check_place(self.path)
+        claim(self.path)
         try:
             private_folder(os.path.dirname(self.path))
         except OSError as exc:
@@ -49,21 +50,18 @@ class IndexFiles:
 
     @contextlib.contextmanager
     def writer_lock(self) -> Iterator[None]:
-        import fcntl
-
-        check_place(self.path)
+        """The index's writer lock, held: a kernel lock on a descriptor no child inherits (it is
+        opened close-on-exec, and worker pools start from a fork server, `processes.pool`),
+        waited for within a bound that stderr names after 2 s (docs/design.md §8b)."""
+        claim(self.path)
         try:
             private_folder(os.path.dirname(self.path))
             handle = open(self.lock_path, "a+")
         except OSError as exc:
             raise unwritable(self.path, exc) from None
-        with handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                self._sweep()
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with handle, exclusive(handle, "the index writer lock", self.lock_path):
+            self._sweep()
+            yield
 
     def _sweep(self) -> None:
         """Private copies left by writers that were killed (we hold the lock: none is live), and

@@ -19,6 +19,7 @@ compare-and-swap), the new version made from the one at the tip it is committed 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import random
 import re
@@ -37,6 +38,7 @@ from ..gate.check import analyze_source
 from ..gate.near import NearState
 from ..gate.sources import DOCUMENT_ROOTS, entries
 from ..gitstore import Entry, Git
+from ..processes import exclusive
 from .new import DocumentRefused, Draft, draft
 
 DEFAULT_BRANCH = "obsrepo/proposals"
@@ -189,9 +191,7 @@ def _writers_queue(git: Git) -> Iterator[None]:
     and again to the others; the compare-and-swap still guards against every other writer (a
     push, another machine's clone on a shared disk). Without the lock (no fcntl, a read-only git
     directory) writers only race."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on this platform
+    if importlib.util.find_spec("fcntl") is None:  # pragma: no cover - not on this platform
         yield
         return
     try:
@@ -201,12 +201,8 @@ def _writers_queue(git: Git) -> Iterator[None]:
     except OSError:
         yield
         return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with handle, exclusive(handle, "the proposal writers' lock", handle.name):  # bounded, said (§8b)
+        yield
 
 
 def _publish(git: Git, branch: str, reason: str | Callable[[], str], build: Callable[[str], tuple[str, str] | None],
