@@ -83,7 +83,9 @@ def test_a_server_that_trickles_is_cut_off_at_the_timeout(committed, head):
         message = refused(committed, **server.env(), OBSREPO_EMBEDDER_TIMEOUT="2")
         took = time.monotonic() - began
     assert "did not answer within 2 s" in message, message
-    assert took < 3.5, f"{took:.1f} s for a 2 s timeout"
+    # the trickle lasts 20 s or more: a bound on each read alone would wait for all of it; the
+    # margin is for a loaded machine's process start
+    assert took < 9, f"{took:.1f} s for a 2 s timeout"
 
 
 def test_index_against_a_trickling_server_ends_within_its_timeout_and_leaves_texts_pending(make_repo):
@@ -96,7 +98,7 @@ def test_index_against_a_trickling_server_ends_within_its_timeout_and_leaves_tex
         took = time.monotonic() - began
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["semantic"]["pending"] == 1
-    assert took < 2 + 3.0, f"index took {took:.1f} s with a 2 s timeout"  # the process's own start included
+    assert took < 12, f"index took {took:.1f} s with a 2 s timeout"  # the trickle lasts 20 s; the process's start included
 
 
 # -- what the body may be -------------------------------------------------------------------------

@@ -16,8 +16,9 @@ BIG_BODY = "A long account of what happened. " * 200  # ~6.6 KB: over a limit of
 
 
 def limited(repo, kilobytes, *args):
-    """`obsrepo ARGS` with files limited to `kilobytes` KiB (and SIGXFSZ ignored, so the write fails)."""
-    script = f"trap '' XFSZ; ulimit -f {kilobytes}; exec \"$0\" -m obsrepo \"$@\""
+    """`obsrepo ARGS` with files limited to `kilobytes` KiB (and SIGXFSZ ignored, so the write fails).
+    No bytecode is written: under the limit Python would leave truncated caches for later runs."""
+    script = f"trap '' XFSZ; ulimit -f {kilobytes}; PYTHONDONTWRITEBYTECODE=1 exec \"$0\" -m obsrepo \"$@\""
     return repo.run("bash", "-c", script, sys.executable, *args, check=False)
 
 

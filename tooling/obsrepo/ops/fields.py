@@ -36,8 +36,8 @@ class Field:
     min_length: int | None = None
     max_length: int | None = None
     pattern: str | None = None
-    minimum: int | None = None
-    maximum: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
     max_items: int | None = None
     unique_items: bool = False
     min_properties: int | None = None
@@ -63,6 +63,7 @@ class Field:
             "string": {"minLength": self.min_length, "maxLength": self.max_length, "pattern": self.pattern,
                        "enum": list(self.choices) or None},
             "integer": {"minimum": self.minimum, "maximum": self.maximum},
+            "number": {"minimum": self.minimum, "maximum": self.maximum},
             "array": {"maxItems": self.max_items, "uniqueItems": self.unique_items or None},
             "object": {"minProperties": self.min_properties, "maxProperties": self.max_properties},
         }
