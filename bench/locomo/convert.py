@@ -45,7 +45,7 @@ def turns(data: list[dict]) -> list[Turn]:
     found = []
     for sample in data:
         talk = sample["conversation"]
-        sessions = sorted((int(m.group(1)) for key in talk if (m := re.fullmatch(r"session_(\d+)", key))))
+        sessions = sorted(int(m.group(1)) for key in talk if (m := re.fullmatch(r"session_(\d+)", key)))
         for number in sessions:
             start = session_time(talk[f"session_{number}_date_time"])
             for place, turn in enumerate(talk[f"session_{number}"]):

@@ -36,6 +36,7 @@ class Filtered:
 
     rows: Any
     length_sum: int | None = None
+    neighbours: Any = None  # context.neighbours: each row's previous and next in its thread
 
 
 def filtered_rows(scope: ReadScope, matching: str, params: list) -> Filtered:
@@ -68,10 +69,32 @@ class Scored:
     scores: Any
 
 
+# Words that ask rather than say: a text's function words and question words carry no topic
+# ("when did she go to the museum" is about `go` and `museum`); they are dropped from the text
+# (never from documents), unless nothing else is left. English only, and only whole tokens.
+QUERY_STOP_WORDS = frozenset("""
+a about after all also am an and any are as at be been before being but by can could did do does doing done for
+from had has have having he her hers him his how i if in into is it its just me might my no nor not of on or our
+ours out over she should so some such than that the their theirs them then there these they this those through
+to too under until up very was we were what when where which while who whom whose why will with would you your
+yours
+""".split())
+
+
 def text_terms(scope: ReadScope, text: str) -> list[str]:
-    """The text's distinct terms, tokenized and stemmed as the index does its documents."""
-    sql = f"SELECT DISTINCT stem(t, 'porter') FROM (SELECT unnest({TOKENS.format('?')}) AS t) WHERE t <> '' ORDER BY 1"
-    return scope.remember(("text terms", text), lambda: [row[0] for row in scope.rows(sql, [text])])
+    """The text's distinct terms, tokenized and stemmed as the index does its documents, less
+    QUERY_STOP_WORDS when any other term is left."""
+    sql = (f"SELECT t, stem(t, 'porter') FROM (SELECT unnest({TOKENS.format('?')}) AS t) WHERE t <> ''")
+
+    def terms() -> list[str]:
+        found = scope.rows(sql, [text])
+        said = [stem for token, stem in found if token not in QUERY_STOP_WORDS] if DROP_STOP_WORDS else []
+        return sorted(set(said or [stem for _, stem in found]))
+
+    return scope.remember(("text terms", DROP_STOP_WORDS, text), terms)
+
+
+DROP_STOP_WORDS = True
 
 
 def bm25(scope: ReadScope, filtering: Filtered, text: str) -> Scored:
