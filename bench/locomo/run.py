@@ -35,6 +35,8 @@ from locomo import baselines, convert, metrics  # noqa: E402
 
 METHODS = {  # label: Query options
     "obsrepo lexical": {"match": "lexical"},
+    "lexical, no context": {"match": "lexical", "_set": {"PREVIOUS": 0.0, "NEXT": 0.0}},
+    "lexical, no context, no stop words": {"match": "lexical", "_set": {"PREVIOUS": 0.0, "NEXT": 0.0, "DROP": False}},
     "obsrepo semantic": {"match": "semantic"},
     "obsrepo hybrid cc": {"match": "hybrid"},
     "obsrepo hybrid rrf": {"match": "hybrid", "fusion": "rrf"},
@@ -42,6 +44,20 @@ METHODS = {  # label: Query options
 
 
 def ask(session, qs, options: dict, reps: int = 1) -> tuple[list[list[str]], list[float], list[dict]]:
+    from obsrepo.read import bm25, context
+
+    options = dict(options)
+    changed = options.pop("_set", {})  # the levers turned off, in process only (an ablation)
+    kept = (context.PREVIOUS, context.NEXT, bm25.DROP_STOP_WORDS)
+    context.PREVIOUS, context.NEXT = changed.get("PREVIOUS", kept[0]), changed.get("NEXT", kept[1])
+    bm25.DROP_STOP_WORDS = changed.get("DROP", kept[2])
+    try:
+        return _ask(session, qs, options, reps)
+    finally:
+        context.PREVIOUS, context.NEXT, bm25.DROP_STOP_WORDS = kept
+
+
+def _ask(session, qs, options: dict, reps: int) -> tuple[list[list[str]], list[float], list[dict]]:
     from obsrepo.ops import run
     from obsrepo.ops.reads import Query
 
