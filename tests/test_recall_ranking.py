@@ -159,3 +159,21 @@ def test_a_converted_model_gives_the_librarys_vectors(wordllama_model):
     assert np.allclose(StaticModel.from_pretrained(str(wordllama_model)).encode(texts),
                        StaticTable(str(wordllama_model)).encode(texts), atol=1e-6)
     assert shutil.which("git")
+
+
+def test_embed_pull_converts_the_installed_wordllama_without_a_network(repo, tmp_path):
+    if importlib.util.find_spec("wordllama") is None:
+        pytest.skip("the wordllama package is not installed (pip install 'obsrepo[wordllama]')")
+    env = {"HF_HUB_OFFLINE": "1", "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}
+    proc = repo.obsrepo("embed", "pull", "wordllama:l2_supercat_256", "--format", "json", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pulled = json.loads(proc.stdout)
+    assert pulled["folder"] == str((repo.path / ".obsrepo" / "models" / "wordllama--l2_supercat_256").resolve())
+    assert pulled["dimension"] == 256 and pulled["embedder"] == f"model2vec:{pulled['folder']}"
+    info = repo.obsrepo("embed", "info", "I kept it a secret", "--format", "json",
+                        env={"OBSREPO_EMBEDDER": pulled["embedder"]})
+    assert info.returncode == 0 and len(json.loads(info.stdout)["vectors"][0]) == 256, info.stderr
+    again = repo.obsrepo("embed", "pull", "wordllama:l2_supercat_256", "--format", "json", env=env)
+    assert json.loads(again.stdout)["fingerprint"] == pulled["fingerprint"], "the same package, the same model"
+    wrong = repo.obsrepo("embed", "pull", "wordllama:l3_giant_7", "--format", "json")
+    assert wrong.returncode == 2 and "l2_supercat_<dims>" in wrong.stdout, wrong.stdout
