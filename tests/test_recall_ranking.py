@@ -93,6 +93,22 @@ def test_the_library_and_the_command_line_give_the_same_page(chat):
     answer = api.query(QueryRequest(text="hiking last weekend", limit=10))
     assert [(o["id"], o["score"]) for o in answer["observations"]] == page(chat, "hiking last weekend",
                                                                            "--tenant", "org=acme")
+    # a kept-open reader (the MCP server's) looks the terms up in the postings it keeps, and keeps
+    # each filter's neighbours: the same pages, asked twice
+    from obsrepo.ops import Session, run
+    from obsrepo.ops.reads import Query
+
+    session = Session(str(chat.path))
+    session.keep_open()
+    try:
+        for text in ("hiking last weekend", "museum secret weekend", "what did the museum show", "sister", "zebra"):
+            for scopes in ((), ("chat/hike",)):
+                expected = page(chat, text, *[a for s in scopes for a in ("--scope", s)])
+                for _ in range(2):
+                    got = run(session, Query(text=text, scopes=scopes, limit=50)).to_json()
+                    assert [(o["id"], o["score"]) for o in got["observations"]] == expected, (text, scopes)
+    finally:
+        session.close()
 
 
 # -- a real static model -------------------------------------------------------------------
