@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from obsrepo.api import Repository
 from obsrepo.errors import UsageError
-from obsrepo.format.classify import CONFIDENTIAL_WORDS, RESTRICTED_WORDS, content_classification
+from obsrepo.format.classify import card_number, content_classification
 from obsrepo.index.weights import fold
 from obsrepo.ops import Comprehend, Session, WorkTree, run
 from obsrepo.read.query import QueryRequest
@@ -241,53 +241,50 @@ def test_feedback_and_reclassify_commit_on_a_proposal_branch(repo):
 
 # --- classification ---------------------------------------------------------------------------
 
+# the secret itself raises the level, never a word about one (a chat turn that says "secret")
 @pytest.mark.parametrize(("event", "body", "source_ref", "expected"), [
-    ("customer SSN on file", "", None, "restricted"),
-    ("card data", "the Credit Card number was pasted", None, "restricted"),
-    ("PII found in the export", "", None, "restricted"),
-    ("pcie card replaced", "", None, "public"),
-    ("rotated the API_KEY", "", None, "confidential"),
-    ("api-key leaked", "", None, "confidential"),
-    ("Password reset", "", None, "confidential"),
+    ("card on file", "4111 1111 1111 1111 exp 12/29", None, "restricted"),
+    ("paid with 4111-1111-1111-1111", "", None, "restricted"),
+    ("customer SSN 123-45-6789 on file", "", None, "restricted"),
+    ("order 4111111111111112 shipped", "", None, "public"),  # fails Luhn: an order number
+    ("tracking 1234567890123", "", None, "public"),
+    ("the total was 1,234,567,890,123.00", "", None, "public"),
+    ("rotated the key", "AKIAIOSFODNN7EXAMPLE", None, "confidential"),
+    ("db password: hunter2!", "", None, "confidential"),
+    ("", "API_KEY=sk_live_4eC39HqLyjWDarjtT1zdp7dc", None, "confidential"),
+    ("token = ghp_16C7e42F292c6912E7710c838347Ae178B4a", "", None, "confidential"),
+    ("", "-----BEGIN RSA PRIVATE KEY-----\nMIIB...", None, "confidential"),
+    ("clone https://deploy:s3cr3tpass@git.example.com/x.git", "", None, "confidential"),
+    ("curl -H 'Authorization: Bearer abcdefghijklmnop0123'", "", None, "confidential"),
+    # words about secrets, cards and keys hold none
+    ("I kept it a secret from my sister", "", None, "public"),
+    ("Password reset requested", "the customer SSN field is empty", None, "public"),
+    ("she gave me a token of thanks", "my credit card was declined; PII training done", None, "public"),
     ("tokenize the input", "see passwords.md and secrets-manager docs", None, "public"),
-    ("a private key was generated", "", None, "public"),
-    ("a private_key was generated", "", None, "confidential"),
+    ("the password is: ", "", None, "public"),
     ("read the config", "", "repo/config/secrets/app.yaml", "confidential"),
     ("read the config", "", "https://example.com/auth/login", "confidential"),
     ("read the config", "", "deploy/.env", "confidential"),
     ("read the config", "", "deploy/.envrc", "public"),
     ("read the config", "", "docs/keys-and-values.md", "public"),
-    # IGNORECASE also matches İ and ı to i, ſ to s and the Kelvin sign to k
-    ("the pıi export", "", None, "restricted"),
-    ("", "PİI inside", None, "restricted"),
-    ("SſN", "", None, "restricted"),
-    ("rotated the api_\u212aey", "", None, "confidential"),
-    ("a pi\u0307i", "", None, "public"),
 ])
 def test_content_rules(event, body, source_ref, expected):
     assert content_classification(event, body, source_ref) == expected
 
 
-WORDS = ["ssn", "SSN", "ſsn", "pii", "PCI", "pcie", "social security", "credit card", "password", "passwords", "api-key",
-         "API_KEY", "apikey", "token", "tokenize", "private_key", "secret", "secrets", " ", "\n", "-", "_", ".", "x", "é",
-         # what IGNORECASE also matches: İ and ı for i, ſ for s, the Kelvin sign for k
-         "pİi", "pıi", "PİI", "SſN", "api_\u212aey", "ſecret", "ı", "İ", "\u0307", "soc\u0130al security", "pci\u0307"]
-
-
-@settings(max_examples=400, derandomize=True, database=None)
-@given(st.lists(st.sampled_from(WORDS), max_size=8), st.lists(st.sampled_from(WORDS), max_size=8))
-def test_content_rules_read_in_one_pass_as_in_two(event, body):
-    """One search for both word lists gives what a search for each list, restricted first, gives."""
-    event, body = "".join(event), "".join(body)
-    text = f"{event}\n{body}"
-    two_passes = ("restricted" if RESTRICTED_WORDS.search(text) else "confidential" if CONFIDENTIAL_WORDS.search(text)
-                  else "public")
-    assert content_classification(event, body, None) == two_passes
+@settings(max_examples=300, derandomize=True, database=None)
+@given(st.text(alphabet="0123456789", min_size=10, max_size=24))
+def test_a_card_number_is_13_to_19_digits_that_pass_luhn(digits):
+    luhn = sum(int(d) if i % 2 == 0 else (2 * int(d) - 9 if int(d) > 4 else 2 * int(d))
+               for i, d in enumerate(reversed(digits))) % 10 == 0
+    expected = 13 <= len(digits) <= 19 and luhn and len(set(digits)) > 1
+    assert card_number(digits) == expected
+    assert card_number(f"paid with {digits[:4]} {digits[4:8]} {digits[8:]}.") == expected
 
 
 def test_check_warns_when_the_declared_level_is_below_the_content(repo):
-    repo.add(observation("obs-20260201-090000-0001", event="the admin password was rotated", classification="internal"),
-             observation("obs-20260201-090000-0002", event="we tokenize input"))
+    repo.add(observation("obs-20260201-090000-0001", event="the admin password: Tr0ub4dor&3", classification="internal"),
+             observation("obs-20260201-090000-0002", event="we tokenize input, the password was rotated"))
     result = repo.check()
     assert result.returncode == 0, result
     assert result.issues == [("VALIDATION_ERROR", "classification-below-content",

@@ -46,7 +46,7 @@ def info(embedder: str | None, texts: tuple[str, ...], output_format: str) -> in
     return errors.EXIT_OK
 
 
-@embed.command(epilog=examples("obsrepo embed pull minishlab/potion-base-8M"))
+@embed.command(epilog=examples("obsrepo embed pull minishlab/potion-base-8M", "obsrepo embed pull wordllama:l2_supercat_256"))
 @click.argument("hub_id", metavar="HUB_ID")
 @click.option("--to", metavar="FOLDER", help="Where to put it (default .obsrepo/models/<owner>--<name>).")
 @click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
@@ -55,6 +55,8 @@ def info(embedder: str | None, texts: tuple[str, ...], output_format: str) -> in
 def pull(hub_id: str, to: str | None, output_format: str) -> int:
     """Download a model2vec model from the Hugging Face hub: the one command that downloads.
 
+    wordllama:<model>_<dims> (e.g. wordllama:l2_supercat_256) instead converts the token table
+    the installed wordllama package ships (the wordllama extra), without a network.
     Prints the OBSREPO_EMBEDDER value that uses it. Needs the semantic extra.
     """
     pulled = run(session(), EmbedPull(hub_id=hub_id, to=to)).to_json()

@@ -101,12 +101,17 @@ def effective_relation(con: Any, git: Git, commit: str, base: str, *, prefix: st
 
 
 def withheld(con: Any, git: Git, commit: str, base: str, *, prefix: str, ceiling: str | None = None,
-             include_expired: bool = False) -> tuple[str | None, list[str]]:
+             include_expired: bool = False, reclassified: Any = None) -> tuple[str | None, list[str]]:
     """What `effective_relation` changes about `base`: the name of the raised table (None when
     nothing is raised) and the conditions (over alias `o`: its `row_id` and `class_rank`) a
-    row must meet to be seen."""
+    row must meet to be seen. `reclassified(ask)`: whether any row of `base` is reclassified,
+    `ask()` the look (a kept-open reader keeps its answer for the index generation)."""
     raised: str | None = None
-    if con.execute(f"SELECT 1 FROM {base} AS o WHERE o.reclassify_rank IS NOT NULL LIMIT 1").fetchone():
+
+    def ask() -> bool:
+        return con.execute(f"SELECT 1 FROM {base} AS o WHERE o.reclassify_rank IS NOT NULL LIMIT 1").fetchone() is not None
+
+    if reclassified(ask) if reclassified is not None else ask():
         raised = f"{prefix}_raised"
         con.execute(f"CREATE OR REPLACE TEMP TABLE {raised} AS {raised_sql(base)}")
         if not con.execute(f"SELECT 1 FROM {raised} LIMIT 1").fetchone():

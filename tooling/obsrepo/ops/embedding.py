@@ -54,6 +54,8 @@ class PulledModel(Answer):
 
 @operation("embed_pull", "writes")
 def embed_pull(session: Session, request: EmbedPull) -> PulledModel:
+    if request.hub_id.startswith("wordllama:"):
+        return _converted(session, request)
     owner, slash, name = request.hub_id.partition("/")
     if not slash or not owner or not name or "/" in name or any(part in ("", ".", "..") for part in (owner, name)):
         raise UsageError(f"hub_id '{request.hub_id}' is not a hub id of the form owner/name "
@@ -63,6 +65,32 @@ def embed_pull(session: Session, request: EmbedPull) -> PulledModel:
     from ..embed.local import Model2Vec
 
     model = Model2Vec.open(folder).load()  # proof that what came is a model this provider reads
+    return PulledModel({"hub_id": request.hub_id, "folder": folder, "embedder": f"model2vec:{folder}",
+                        "fingerprint": model.fingerprint, "dimension": model.dimension})
+
+
+def _converted(session: Session, request: EmbedPull) -> PulledModel:
+    """`wordllama:<model>_<dims>`: the installed `wordllama` package's token table and tokenizer
+    as a model2vec folder (embed/wordllama.py), made here without a network."""
+    from ..embed import wordllama
+    from ..embed.local import Model2Vec
+
+    name = request.hub_id.removeprefix("wordllama:")
+    try:
+        wordllama.parse(name)
+    except ValueError as exc:
+        raise UsageError(f"hub_id {exc}", parameter="hub_id") from None
+    source = wordllama.installed_package()
+    if source is None:
+        raise EmbedderFault(f"'{request.hub_id}' is converted from the wordllama package, which is not installed: "
+                            "pip install 'obsrepo[wordllama]'", provider="model2vec", model=request.hub_id)
+    folder = os.path.abspath(request.to or os.path.join(session.root, ".obsrepo", "models", f"wordllama--{name}"))
+    try:
+        wordllama.convert(source, name, folder)
+    except (OSError, KeyError, ValueError) as exc:
+        raise EmbedderFault(f"the wordllama package at {source} does not hold {name} as expected: {exc}",
+                            provider="model2vec", model=request.hub_id, folder=folder) from None
+    model = Model2Vec.open(folder).load()
     return PulledModel({"hub_id": request.hub_id, "folder": folder, "embedder": f"model2vec:{folder}",
                         "fingerprint": model.fingerprint, "dimension": model.dimension})
 

@@ -36,6 +36,7 @@ class Filtered:
 
     rows: Any
     length_sum: int | None = None
+    neighbours: Any = None  # context.neighbours: each row's previous and next in its thread
 
 
 def filtered_rows(scope: ReadScope, matching: str, params: list) -> Filtered:
@@ -68,10 +69,32 @@ class Scored:
     scores: Any
 
 
+# Words that ask rather than say: a text's function words and question words carry no topic
+# ("when did she go to the museum" is about `go` and `museum`); they are dropped from the text
+# (never from documents), unless nothing else is left. English only, and only whole tokens.
+QUERY_STOP_WORDS = frozenset("""
+a about after all also am an and any are as at be been before being but by can could did do does doing done for
+from had has have having he her hers him his how i if in into is it its just me might my no nor not of on or our
+ours out over she should so some such than that the their theirs them then there these they this those through
+to too under until up very was we were what when where which while who whom whose why will with would you your
+yours
+""".split())
+
+
 def text_terms(scope: ReadScope, text: str) -> list[str]:
-    """The text's distinct terms, tokenized and stemmed as the index does its documents."""
-    sql = f"SELECT DISTINCT stem(t, 'porter') FROM (SELECT unnest({TOKENS.format('?')}) AS t) WHERE t <> '' ORDER BY 1"
-    return scope.remember(("text terms", text), lambda: [row[0] for row in scope.rows(sql, [text])])
+    """The text's distinct terms, tokenized and stemmed as the index does its documents, less
+    QUERY_STOP_WORDS when any other term is left."""
+    sql = (f"SELECT t, stem(t, 'porter') FROM (SELECT unnest({TOKENS.format('?')}) AS t) WHERE t <> ''")
+
+    def terms() -> list[str]:
+        found = scope.rows(sql, [text])
+        said = [stem for token, stem in found if token not in QUERY_STOP_WORDS] if DROP_STOP_WORDS else []
+        return sorted(set(said or [stem for _, stem in found]))
+
+    return scope.remember(("text terms", DROP_STOP_WORDS, text), terms)
+
+
+DROP_STOP_WORDS = True
 
 
 def bm25(scope: ReadScope, filtering: Filtered, text: str) -> Scored:
@@ -82,9 +105,7 @@ def bm25(scope: ReadScope, filtering: Filtered, text: str) -> Scored:
     terms = text_terms(scope, text)
     if not terms or not len(filtered):
         return Scored(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
-    listed = ", ".join(literal(term) for term in terms)
-    found = scope.columns(f"SELECT row_id, tf, list_position([{listed}], term) - 1 AS term FROM visible_terms "
-                          f"WHERE term IN ({listed})")
+    found = _postings(scope, terms)
     mine = among(filtered, found["row_id"])
     row_ids, tf, term = found["row_id"][mine], found["tf"][mine].astype(np.float64), found["term"][mine]
     lengths_of = _lengths(scope)
@@ -98,6 +119,46 @@ def bm25(scope: ReadScope, filtering: Filtered, text: str) -> Scored:
     each = idf[term] * tf * (K1 + 1) / (tf + K1 * ((1 - B) + length / max(average, 1)))
     hit, sums = _per_row(row_ids, each)
     return Scored(hit, _round6(sums))
+
+
+POSTINGS_KEPT = 2_000_000  # a kept-open reader keeps the visible rows' postings whole up to this many (~30 MB)
+
+
+def _postings(scope: ReadScope, terms: list[str]) -> dict[str, Any]:
+    """{row_id, tf, term} of every visible row holding one of `terms` (sorted), `term` the
+    term's place in them; ordered by term, then row id, whichever way they were read (the
+    scores add in that order). A kept-open reader reads the visible rows' postings once per
+    index generation and view and looks the terms up (the text's terms are then no scan);
+    a command reads the terms' own blocks."""
+    import numpy as np
+
+    whole = scope.remember(("postings", *scope.view_key()), lambda: _all_postings(scope)) if scope.memo is not None else None
+    if whole is None:
+        listed = ", ".join(literal(term) for term in terms)
+        found = scope.columns(f"SELECT row_id, tf, list_position([{listed}], term) - 1 AS term FROM visible_terms "
+                              f"WHERE term IN ({listed})")
+        found = {name: np.asarray(found[name]) for name in ("row_id", "tf", "term")}
+    else:
+        spans, row_id, tf = whole
+        parts = [(place, spans[t]) for place, t in enumerate(terms) if t in spans]
+        found = {"row_id": np.concatenate([row_id[a:b] for _, (a, b) in parts] or [np.empty(0, np.int64)]),
+                 "tf": np.concatenate([tf[a:b] for _, (a, b) in parts] or [np.empty(0, np.int64)]),
+                 "term": np.concatenate([np.full(b - a, place) for place, (a, b) in parts] or [np.empty(0, np.int64)])}
+    order = np.lexsort((found["row_id"], found["term"]))
+    return {name: values[order] for name, values in found.items()}
+
+
+def _all_postings(scope: ReadScope) -> Any:
+    """({term: (start, end)}, row ids, tfs) of the visible rows, by term; None past POSTINGS_KEPT."""
+    import numpy as np
+
+    if scope.one("SELECT count(*) FROM visible_terms")[0] > POSTINGS_KEPT:
+        return None
+    found = scope.columns("SELECT term, row_id, tf FROM visible_terms ORDER BY term, row_id")
+    names, starts = np.unique(found["term"], return_index=True)
+    ends = np.append(starts[1:], len(found["term"]))
+    spans = dict(zip(names.tolist(), zip(starts.tolist(), ends.tolist())))
+    return spans, np.asarray(found["row_id"], dtype=np.int64), np.asarray(found["tf"])
 
 
 def _per_row(row_ids: Any, each: Any) -> tuple[Any, Any]:

@@ -227,9 +227,10 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     page's last) are joined for that order."""
     import numpy as np
 
-    from .bm25 import bm25, filtered_rows
+    from .bm25 import filtered_rows
+    from .context import lexical
 
-    scored = bm25(scope, filtered_rows(scope, matching, params), request.text or "")
+    scored = lexical(scope, filtered_rows(scope, matching, params), matching, params, request.text or "")
     total = len(scored.row_ids)
     ranking = scored.scores
     if not request.unweighted:

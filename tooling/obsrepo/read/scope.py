@@ -198,7 +198,8 @@ class ReadScope:
         from ..index.stewardship import effective_sql, withheld
 
         self.raised, clauses = withheld(self.con, self.git, at_commit, "visible_all", prefix="scope",
-                                        ceiling=self.ceiling, include_expired=self.include_expired)
+                                        ceiling=self.ceiling, include_expired=self.include_expired,
+                                        reclassified=lambda ask: self.remember(("reclassified", *self.view_key()), ask))
         effective, kept = effective_sql("visible_all", self.raised, clauses), not clauses
         # the keys carry the declared rank: they answer for `visible` when nothing is raised
         self._keyed = None if chain is None or self.raised is not None else " AND ".join(

@@ -23,7 +23,8 @@ from typing import Any
 from ..embed import DEFERRED_TEXTS
 from ..errors import missing_extra
 from ..index.vectors import TEXT_SQL, waiting_after
-from .bm25 import bm25, filtered_rows
+from .bm25 import filtered_rows
+from .context import lexical as with_context
 from .rowids import among
 from .scope import ReadScope
 
@@ -80,7 +81,7 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     near = vectors.screen(how.k)  # row ids: a superset of the k nearest
     hits, lexical_scores = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if how.match == "hybrid":
-        scored = bm25(scope, filtered, text)
+        scored = with_context(scope, filtered, matching, params, text)
         hits, lexical_scores = scored.row_ids, scored.scores
     top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
     lexical_of_hits = round6(lexical_scores / top) if top > 0 else np.zeros(len(hits))
@@ -266,7 +267,7 @@ class _Vectors:
             segment, start = self.segments[number], int(self.starts[number])
             dots[start:start + segment.count] = _products(segment.matrix, unit)
             norms[start:start + segment.count] = segment.norms
-        some = mine & ~whole[np.maximum(self.segment, 0)]
+        some = mine & ~whole[np.maximum(self.segment, 0)] if len(whole) else mine  # no segment: no row has a vector
         order, runs = _by_segment(self.segment[some], self.place[some])
         for number, start, end in runs:
             places = self.place[some][order[start:end]]
