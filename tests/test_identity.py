@@ -175,3 +175,19 @@ def test_distinct_and_merge_take_a_pair_out(make_repo: Callable[..., Repo]) -> N
     assert ("person/p01", "person/p01-dup") not in after and not any("p03" in a + b for a, b in after)
     assert set(after) == set(before) - {("person/p01", "person/p01-dup"), ("person/p03", "person/p03-dup")}
     assert repo.check().returncode == 0
+
+
+def test_status_names_the_identity_weights_fingerprint(people: Repo, tmp_path) -> None:
+    """The weights are derived at index time and recorded (docs/design.md §20): `status` shows
+    their fingerprint, and a second index built from the same commit has the same one."""
+    queue(people)  # the index is built
+    state = json.loads(people.obsrepo("status", "--format", "json").stdout)["identity"]
+    weights = json.loads(people.obsrepo("sql", "SELECT * FROM identity_weights ORDER BY ALL", "--format", "json").stdout)
+    assert state["types"] == 1 and state["fields"] == len(weights) == 5, (state, weights)
+    assert state["candidates"] == queue(people)["total"] and state["fingerprint"].startswith("sha256:")
+    other = str(tmp_path / "again.duckdb")
+    assert people.obsrepo("index", "--full", env={"OBSREPO_INDEX": other}).returncode == 0
+    again = json.loads(people.obsrepo("status", "--format", "json", env={"OBSREPO_INDEX": other}).stdout)["identity"]
+    assert again == state
+    text = people.obsrepo("status").stdout
+    assert f"identity:         weights {state['fingerprint']} (1 type, 5 fields), {state['candidates']} candidates" in text

@@ -21,6 +21,18 @@ CREATE TABLE IF NOT EXISTS identity_weights (
 );
 """
 
+# what each table holds, in words (the generated docs/reference/tables.md shows them)
+DESCRIPTIONS = {
+    "identity_candidates": "the identity review queue at the indexed commit over every tenant's observations "
+                           "(docs/design.md §20): pairs of surviving entities of one type (`entity_a` before `entity_b` "
+                           "in byte order), not merged and not declared distinct, with `score` in [0, 1], `tier` "
+                           "(`strong`: a key matched; `probable`: the score reached the type's threshold) and the "
+                           "per-field `evidence` (JSON: field, values, observations, comparison, similarity)",
+    "identity_weights": "the weight of each compared field of each type: log2 of its number of distinct normalised "
+                        "values (at least 1), derived from the snapshots at every build; `status` shows their "
+                        "fingerprint",
+}
+
 
 def distinct_pairs(con: Any, relation: str, merges: dict[str, str]) -> list[tuple[str, str]]:
     """The pairs declared distinct (DISTINCT_FROM, not retracted) among the rows of `relation`,
@@ -48,3 +60,22 @@ def refresh_identity(git: Git, con: Any, target: str) -> None:
     con.execute("DELETE FROM identity_weights")
     con.execute(f"INSERT INTO identity_candidates SELECT * FROM {out} ORDER BY score DESC, entity_a, entity_b")
     con.execute("INSERT INTO identity_weights SELECT * FROM ident_weights ORDER BY ALL")
+
+
+def identity_state(con: Any) -> dict[str, Any] | None:
+    """What `status` says of the queue at the indexed commit (docs/design.md §20): the weights'
+    fingerprint (sha256 of their rows, in order: the same snapshots give the same one), how many
+    types and fields they weigh, and how many candidates the queue holds. None: an index
+    without the tables."""
+    import hashlib
+    import json
+
+    try:
+        weights = con.execute("SELECT entity_type, field, method, weight FROM identity_weights ORDER BY ALL").fetchall()
+        candidates = con.execute("SELECT count(*) FROM identity_candidates").fetchone()[0]
+    except Exception:  # duckdb.CatalogException: an index of another format (rebuilt by the next index)
+        return None
+    digest = hashlib.sha256(json.dumps(weights, separators=(",", ":")).encode()).hexdigest()
+    return {"fingerprint": f"sha256:{digest[:16]}", "types": len({row[0] for row in weights}),
+            "fields": len(weights), "candidates": candidates}
+
