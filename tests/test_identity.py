@@ -191,3 +191,15 @@ def test_status_names_the_identity_weights_fingerprint(people: Repo, tmp_path) -
     assert again == state
     text = people.obsrepo("status").stdout
     assert f"identity:         weights {state['fingerprint']} (1 type, 5 fields), {state['candidates']} candidates" in text
+
+
+def test_the_program_never_imports_pandas(people: Repo) -> None:
+    """DuckDB's client imports an installed pandas at the first parameter it converts (~0.4 s of
+    CPU, most of `identities --limit 50`); the program's own process keeps it out."""
+    pytest.importorskip("pandas")
+    queue(people)  # the index is built
+    proc = people.process("identities", "--limit", "50", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "duckdb" in imported, sorted(imported)
+    assert not any(name.startswith("pandas.") for name in imported)  # a failed attempt is listed, alone
