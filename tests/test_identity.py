@@ -203,3 +203,28 @@ def test_the_program_never_imports_pandas(people: Repo) -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "duckdb" in imported, sorted(imported)
     assert not any(name.startswith("pandas.") for name in imported)  # a failed attempt is listed, alone
+
+
+def test_an_update_recomputes_the_queue_only_when_its_inputs_changed(make_repo: Callable[..., Repo], tmp_path) -> None:
+    import shutil
+
+    import duckdb
+    from obsrepo.gitstore import Git
+    from obsrepo.index.identity_table import refresh_identity
+
+    repo = make_repo("updates")
+    repo.write("schemas/entities/person.yaml", PERSON_SCHEMA)
+    repo.add(*person_docs({k: v for k, v in PEOPLE.items() if k != "p03-dup"}))
+    repo.commit("people")
+    before = queue(repo)
+    repo.add(observation(obs_id(70), scope=["log/x"], event="a log line, no entity"))
+    repo.commit("a log line")
+    assert queue(repo)["candidates"] == before["candidates"]
+    copy = str(tmp_path / "copy.duckdb")  # the index as the update left it: its inputs are recorded
+    shutil.copy(repo.path / ".obsrepo" / "index.duckdb", copy)
+    with duckdb.connect(copy) as con:
+        assert refresh_identity(Git(str(repo.path)), con, repo.sha()) is False
+    repo.add(person_docs({"p03-dup": PEOPLE["p03-dup"]}, start=71)[0])
+    repo.commit("a duplicate arrives")
+    after = queue(repo)
+    assert ("person/p03", "person/p03-dup") in pairs(after) and after["at_commit"] == repo.sha()
