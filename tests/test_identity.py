@@ -175,3 +175,56 @@ def test_distinct_and_merge_take_a_pair_out(make_repo: Callable[..., Repo]) -> N
     assert ("person/p01", "person/p01-dup") not in after and not any("p03" in a + b for a, b in after)
     assert set(after) == set(before) - {("person/p01", "person/p01-dup"), ("person/p03", "person/p03-dup")}
     assert repo.check().returncode == 0
+
+
+def test_status_names_the_identity_weights_fingerprint(people: Repo, tmp_path) -> None:
+    """The weights are derived at index time and recorded (docs/design.md §20): `status` shows
+    their fingerprint, and a second index built from the same commit has the same one."""
+    queue(people)  # the index is built
+    state = json.loads(people.obsrepo("status", "--format", "json").stdout)["identity"]
+    weights = json.loads(people.obsrepo("sql", "SELECT * FROM identity_weights ORDER BY ALL", "--format", "json").stdout)
+    assert state["types"] == 1 and state["fields"] == len(weights) == 5, (state, weights)
+    assert state["candidates"] == queue(people)["total"] and state["fingerprint"].startswith("sha256:")
+    other = str(tmp_path / "again.duckdb")
+    assert people.obsrepo("index", "--full", env={"OBSREPO_INDEX": other}).returncode == 0
+    again = json.loads(people.obsrepo("status", "--format", "json", env={"OBSREPO_INDEX": other}).stdout)["identity"]
+    assert again == state
+    text = people.obsrepo("status").stdout
+    assert f"identity:         weights {state['fingerprint']} (1 type, 5 fields), {state['candidates']} candidates" in text
+
+
+def test_the_program_never_imports_pandas(people: Repo) -> None:
+    """DuckDB's client imports an installed pandas at the first parameter it converts (~0.4 s of
+    CPU, most of `identities --limit 50`); the program's own process keeps it out."""
+    pytest.importorskip("pandas")
+    queue(people)  # the index is built
+    proc = people.process("identities", "--limit", "50", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "duckdb" in imported, sorted(imported)
+    assert not any(name.startswith("pandas.") for name in imported)  # a failed attempt is listed, alone
+
+
+def test_an_update_recomputes_the_queue_only_when_its_inputs_changed(make_repo: Callable[..., Repo], tmp_path) -> None:
+    import shutil
+
+    import duckdb
+    from obsrepo.gitstore import Git
+    from obsrepo.index.identity_table import refresh_identity
+
+    repo = make_repo("updates")
+    repo.write("schemas/entities/person.yaml", PERSON_SCHEMA)
+    repo.add(*person_docs({k: v for k, v in PEOPLE.items() if k != "p03-dup"}))
+    repo.commit("people")
+    before = queue(repo)
+    repo.add(observation(obs_id(70), scope=["log/x"], event="a log line, no entity"))
+    repo.commit("a log line")
+    assert queue(repo)["candidates"] == before["candidates"]
+    copy = str(tmp_path / "copy.duckdb")  # the index as the update left it: its inputs are recorded
+    shutil.copy(repo.path / ".obsrepo" / "index.duckdb", copy)
+    with duckdb.connect(copy) as con:
+        assert refresh_identity(Git(str(repo.path)), con, repo.sha()) is False
+    repo.add(person_docs({"p03-dup": PEOPLE["p03-dup"]}, start=71)[0])
+    repo.commit("a duplicate arrives")
+    after = queue(repo)
+    assert ("person/p03", "person/p03-dup") in pairs(after) and after["at_commit"] == repo.sha()

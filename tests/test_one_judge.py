@@ -24,6 +24,14 @@ GRAPH = [
     observation("obs-20260213-102500-0013", entity="company/d", tenant=X,
                 relations=[{"type": "DUPLICATE_OF", "target": "company/c"}]),
     observation("obs-20260213-102500-0014", entity="company/y", tenant=Y),
+    # e and i merged into f; g declared distinct from f
+    observation("obs-20260213-102500-0015", entity="company/e", tenant=X,
+                relations=[{"type": "DUPLICATE_OF", "target": "company/f"}]),
+    observation("obs-20260213-102500-0016", entity="company/f", tenant=X),
+    observation("obs-20260213-102500-0017", entity="company/g", tenant=X,
+                relations=[{"type": "DISTINCT_FROM", "target": "company/f"}]),
+    observation("obs-20260213-102500-0018", entity="company/i", tenant=X,
+                relations=[{"type": "DUPLICATE_OF", "target": "company/f"}]),
 ]
 # each hostile document on its own (newer than every committed one), and the (code, rule) every
 # judge must find in it, with the message for the rules of the graph (the lookup rules say in
@@ -59,6 +67,17 @@ HOSTILE = {
         observation("obs-20260213-102600-0025", entity="company/c", tenant=X,
                     relations=[{"type": "DUPLICATE_OF", "target": "company/d"}]),
         {("CYCLE_DETECTED", "relation-cycle", "DUPLICATE_OF company/c → company/d closes a cycle among company/c, company/d")}),
+    "a merge of entities declared distinct, through a merge chain": (
+        observation("obs-20260213-102600-0027", entity="company/g", tenant=X,
+                    relations=[{"type": "DUPLICATE_OF", "target": "company/e"}]),
+        {("IDENTITY_CONFLICT", "identity-conflict",
+          "merging company/g into company/e makes one entity of company/g and company/f, declared distinct by "
+          "obs-20260213-102500-0017 (merges: company/g → company/e, company/e → company/f)")}),
+    "a declaration of distinct entities already merged through a chain": (
+        observation("obs-20260213-102600-0028", entity="company/i", tenant=X,
+                    relations=[{"type": "DISTINCT_FROM", "target": "company/e"}]),
+        {("IDENTITY_CONFLICT", "identity-conflict",
+          "company/i and company/e are already one entity (merged: company/i → company/f, company/e → company/f)")}),
     "a retraction that orphans a relation": (
         observation("obs-20260213-102600-0026", entity="company/a", tenant=X, retracts=["obs-20260213-102500-0012"]),
         {("ENTITY_NOT_FOUND", "relation-target",

@@ -175,10 +175,11 @@ def errors_page() -> str:
 
 def tables_page() -> str:
     import duckdb
-    from obsrepo.index import schema
+    from obsrepo.index import identity_table, schema
 
     con = duckdb.connect(":memory:")
     con.execute(schema.TABLES)
+    con.execute(identity_table.TABLES)
     con.execute(schema.VIEWS)
     described = con.execute(
         "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, t.table_type FROM information_schema.columns c "
@@ -193,6 +194,8 @@ def tables_page() -> str:
     for table, column, data_type, nullable, kind in described:
         if table != current:
             heading = "view" if kind == "VIEW" else "table"
+            if table in identity_table.DESCRIPTIONS:
+                heading += f": {identity_table.DESCRIPTIONS[table]}"
             lines.append(f"\n## `{table}`\n\n{heading}\n\n| column | type | null |\n|---|---|---|\n")
             current = table
         lines.append(f"| `{column}` | {code(data_type)} | {'' if nullable == 'NO' else 'yes'} |\n")

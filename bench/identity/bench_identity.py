@@ -67,9 +67,15 @@ def write_repo(out: str, df) -> None:
 
 def timed(repo: str, *args: str) -> tuple[float, float, str]:
     """(seconds, peak MiB of the child, stdout) of `obsrepo ARGS` in `repo`."""
+    return timed_code(repo, None, *args)
+
+
+def timed_code(repo: str, program: str | None, *args: str) -> tuple[float, float, str]:
+    """`timed`, the child running `program` (python -c) with ARGS instead of `-m obsrepo`."""
+    child = repr(["-m", "obsrepo"] if program is None else ["-c", program])
     # a wrapper that reports the child's peak (the program ends with os._exit: no hook of its own runs)
     code = ("import os, resource, subprocess, sys\n"
-            "code = subprocess.call([sys.executable, '-m', 'obsrepo', *sys.argv[1:]])\n"
+            f"code = subprocess.call([sys.executable, *{child}, *sys.argv[1:]])\n"
             "sys.stderr.write('PEAK %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
             "sys.exit(code)\n")
     start = time.perf_counter()
@@ -90,6 +96,7 @@ from obsrepo.gitstore import Git
 from obsrepo.index.identity import compute, specs_at
 con = duckdb.connect({os.path.join(repo, '.obsrepo', 'index.duckdb')!r}, read_only=True)
 con.execute("SET enable_progress_bar = false")
+con.execute("SET memory_limit = '1GB'")  # the index writer's (index/engine.py WRITER_MEMORY)
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.perf_counter()
 git = Git({repo!r})
@@ -163,11 +170,21 @@ def febrl(workdir: str, which: str) -> None:
     print(f"  recordlinkage P {bp:.4f} R {br:.4f} F1 {bf:.4f}  {bs:.2f} s (4 blocks, 8 comparisons, ECM)")
 
 
+# `obsrepo index --full` with the identity queue left out: the build it is measured against
+WITHOUT_QUEUE = ("import sys, runpy\nimport obsrepo.index.build as build\n"
+                 "build.refresh_identity = lambda git, con, target: False\n"
+                 "sys.argv = ['obsrepo', *sys.argv[1:]]\nrunpy.run_module('obsrepo', run_name='__main__')\n")
+
+
 def scale(repo: str) -> None:
+    bare_s, bare_mib, _ = timed_code(repo, WITHOUT_QUEUE, "index", "--full")
+    full_s, full_mib, _ = timed(repo, "index", "--full")
     q_s, q_mib, blocked = queue_alone(repo)
     first_s, _, _ = timed(repo, "identities", "--limit", "50")
-    print(f"scale {repo}: queue {q_s:.2f} s (+{q_mib:.0f} MiB peak), {len(blocked)} blocked pairs; "
-          f"identities --limit 50 {first_s:.2f} s")
+    total = json.loads(timed(repo, "identities", "--limit", "1", "--format", "json")[2])["total"]
+    print(f"scale {repo}: index --full {full_s:.1f} s (peak {full_mib:.0f} MiB), without the queue {bare_s:.1f} s "
+          f"(peak {bare_mib:.0f} MiB); queue alone {q_s:.2f} s (+{q_mib:.0f} MiB peak), {len(blocked)} blocked pairs, "
+          f"{total} candidates; identities --limit 50 {first_s:.2f} s")
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..ops.surface import RELEASE, settle
+from ..ops.surface import RELEASE, own_process, settle
 from .errors import _Group
 from .options import examples
 
@@ -73,6 +73,7 @@ def run() -> NoReturn:
     teardown would still do, freeing DuckDB, pydantic and pyarrow module by module, only costs
     time: about 45 ms a command. Standard output and error are flushed first; when the reader
     has closed the pipe (`obsrepo query | head`), the command ends quietly with its own code."""
+    own_process()
     try:
         main(prog_name="obsrepo")
         code: Any = 0

@@ -41,7 +41,7 @@ def status(answer: Answer, output_format: str) -> str | None:
     """Which commit the index holds, how far behind HEAD, the watcher and its drafts.
 
     Also when the index, and the watcher, last updated and how long that took, and how many
-    texts have the configured embedder's vectors.
+    texts have the configured embedder's vectors, and the identity weights' fingerprint.
     """
     state = answer.to_json()
     if output_format == "json":
@@ -59,6 +59,11 @@ def status(answer: Answer, output_format: str) -> str | None:
     ]
     if state["semantic"] is not None:
         lines.append(f"semantic:         {vectors_line(state['semantic'])}")
+    if state.get("identity") is not None:
+        identity = state["identity"]
+        queue = "" if identity["candidates"] is None else f", {plural(identity['candidates'], 'candidate')}"
+        lines.append(f"identity:         weights {identity['fingerprint']} ({plural(identity['types'], 'type')}, "
+                     f"{plural(identity['fields'], 'field')}){queue}")
     return "\n".join(lines)
 
 

@@ -40,6 +40,7 @@ RULES: dict[str, tuple[str, str]] = {
     "relation-target": (errors.ENTITY_NOT_FOUND, "repository"),
     "relation-cycle": (errors.CYCLE_DETECTED, "repository"),
     "merged-twice": (errors.ENTITY_ALREADY_MERGED, "repository"),
+    "identity-conflict": (errors.IDENTITY_CONFLICT, "repository"),
     **{rule: (errors.IMMUTABLE_VIOLATION, "immutability") for rule in (
         "modified", "deleted", "mode-changed", "type-changed", "symlink", "submodule")},
     "comprehension-edit": (V, "immutability"),

@@ -11,7 +11,9 @@ second on a large repository. So this checks what the change brings (docs/design
   read from git: the caller hands in its facts (`Context`), looked up in the index by what the
   changed documents name (ids, content hashes, relation targets), plus every document that
   retracts, and every document carrying a PART_OF, DEPENDS_ON or DUPLICATE_OF relation when
-  the change adds one of that type (the graph rules need the whole graph of that type).
+  the change adds one of that type (the graph rules need the whole graph of that type), and,
+  when the change merges or declares entities distinct, the merges and declarations of every
+  entity merged with theirs.
 
 Problems of documents the change does not touch are not reported again: BASE was checked
 when it was merged. No work tree, no analysis cache file, nothing written.
@@ -30,6 +32,7 @@ from ..gitstore import Git
 from . import graph
 from .cache import AnalysisCache
 from .graph import GRAPH_TYPES
+from .identity import identity_ends, merges_touching
 from .immutability import ATTRIBUTE_FILES, Judge, attributes_at, comprehension_edits, first_of_each, is_attributes
 from .sources import DOCUMENT_ROOTS, REGULAR_MODES
 
@@ -129,6 +132,18 @@ def looked_up(documents: list[tuple[str, dict[str, Any]]], context: Context, lea
     if orphaned:
         for path, facts in context(Wanted(entities=orphaned, relation_targets=orphaned), leave_out):
             found.setdefault(path, facts)
+    # a merge or a declaration of distinctness is judged on every entity merged with its ends
+    # (both ways: A → B and C → B make A and C one) and what they are declared distinct from
+    ends: set[str] = set().union(*(identity_ends(f) for _, f in documents)) if documents else set()
+    walked: set[str] = set()
+    while ends - walked:
+        frontier = ends - walked
+        walked |= frontier
+        for path, facts in context(Wanted(entities=frontier, relation_targets=frontier), leave_out):
+            found.setdefault(path, facts)
+            ends |= merges_touching(facts, walked)
+        for _path, facts in documents:
+            ends |= merges_touching(facts, walked)
     return sorted(found.items())
 
 

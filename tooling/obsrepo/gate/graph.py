@@ -2,7 +2,8 @@
 
 Unique ids, duplicate content per tenant, `corrects`/`retracts` targets of the same tenant,
 relation targets that exist for the author's tenant, acyclic PART_OF / DEPENDS_ON, merges
-(DUPLICATE_OF) at most once per entity and without cycles, comprehension citations.
+(DUPLICATE_OF) at most once per entity and without cycles, never joining entities declared
+distinct (`gate/identity.py`), comprehension citations.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Hashable, Iterable
 from .. import errors
 from ..format.report import Issue
 from ..format.rules import ACYCLIC_RELATIONS, Analysis
+from .identity import identity_conflicts
 from .judge import Document, Facts, TreeFacts, loc, reference_targets, stewardship_targets, visible
 
 GRAPH_TYPES = (*ACYCLIC_RELATIONS, "DUPLICATE_OF")
@@ -126,12 +128,14 @@ def classification_warning(path: str, analysis: Analysis) -> list[Issue]:
 def graph_rules(change: list[tuple[str, Document]], known: Facts) -> list[Issue]:
     """The rules of the relation graph for the observations of `change` in the state `known`,
     which holds them (the tree itself, or the change `Layered` over a kept state): relation
-    targets, acyclic PART_OF / DEPENDS_ON / DUPLICATE_OF, one merge per entity, and relations of
+    targets, acyclic PART_OF / DEPENDS_ON / DUPLICATE_OF, one merge per entity, no merge of entities
+    declared distinct, and relations of
     other observations a retraction would leave without a target. Every problem is reported
     at a document of the change; with the whole tree as the change, this is `check`'s verdict."""
     live = [(p, f) for p, f in change if f["kind"] == "observation" and not known.withdrawn(f["id"])]
     ours = {id(f) for _, f in change}
-    return relation_targets(live, known) + cycles(live, known) + merges(live, known, ours) + orphans(change, known, ours)
+    return (relation_targets(live, known) + cycles(live, known) + merges(live, known, ours)
+            + identity_conflicts(live, known) + orphans(change, known, ours))
 
 
 def relation_targets(live: list[tuple[str, Document]], known: Facts) -> list[Issue]:

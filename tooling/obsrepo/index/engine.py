@@ -43,19 +43,21 @@ def load_fts(con: Any) -> None:
         ) from None
 
 
-def without_pandas() -> None:
+def without_pandas(installed_too: bool = False) -> None:
     """DuckDB's Python client tries `import pandas` for every parameter it converts; when pandas
     is not installed each failed attempt walks sys.path again (~0.1 ms, dozens per query). A
     finder at the head of `sys.meta_path` makes each such import fail at once (~4 µs) with the
     ModuleNotFoundError every importer expects. (A `None` in `sys.modules`, the usual trick, is
     taken for a module by pyarrow's pandas shim, which broke every Arrow array once numpy was
-    installed.) Nothing changes when pandas is installed."""
+    installed.) Nothing changes when pandas is installed, unless `installed_too`: the program's
+    own process (`ops.surface.own_process`) never hands DuckDB a DataFrame, and importing an
+    installed pandas at the first parameter costs ~0.4 s of CPU, most of a short command."""
     import importlib.util
     import sys
 
     if any(isinstance(finder, _NoPandas) for finder in sys.meta_path):
         return
-    if "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None:
+    if "pandas" not in sys.modules and (installed_too or importlib.util.find_spec("pandas") is None):
         sys.meta_path.insert(0, _NoPandas())
 
 

@@ -22,7 +22,8 @@ How, step by step (each a temporary table `<p>_…` of the connection):
 - score: the weighted mean of the similarities of the compared fields present on both sides,
   each field's absence on one side only counting as half a disagreement; `strong` when a key's
   normalised values are equal, `probable` when the score reaches the type's threshold.
-Every sum and list is ordered, every number rounded to 6 decimals: the same snapshots and
+Every number is rounded to 6 decimals and every sum is of integers (millionths: exact in any
+order, no ordered aggregate to hold in memory), every list ordered: the same snapshots and
 schemas give the same rows.
 """
 
@@ -34,7 +35,7 @@ from ..format.identity import DEFAULT_THRESHOLD, METHODS, IdentitySpec, normaliz
 from ..gitstore import Git
 
 _LOW = (1 << 41) - 1  # the bits of a packed comparison that hold a feature id
-BLOCK_CAP = 50  # entities in one block, at most; larger blocks are skipped
+BLOCK_CAP = 20  # entities in one block, at most; larger blocks are skipped (FEBRL2 keeps every true pair)
 TABLE_COLUMNS = ("entity_a", "entity_b", "entity_type", "score", "tier", "evidence")
 
 SIMILARITY = {
@@ -103,8 +104,9 @@ def compute(con: Any, snapshots: str, specs: dict[str, IdentitySpec], distinct: 
     labels = " ".join(f"WHEN '{m}' THEN '{COMPARISON[m]}'" for m in METHODS)
     thresholds = _thresholds(con, p, specs)
     # every field both sides have, compared (feature ids only: the values join back at the end);
-    # a `name` field also against the other side's other `name` fields (a given name written as
-    # the surname): the best comparison is kept, by (similarity, the same field, the lower id)
+    # a declared `name` field also against the other side's other declared `name` fields (a given
+    # name written as the surname): the best comparison is kept, by (similarity, the same field,
+    # the lower id)
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {p}_compared AS
         WITH raw AS (
             SELECT q.ea, q.eb, a.field, a.role, a.fid AS fa, b.fid AS fb,
@@ -112,8 +114,7 @@ def compute(con: Any, snapshots: str, specs: dict[str, IdentitySpec], distinct: 
                    (a.field = b.field)::BIGINT AS same
             FROM {p}_pairs q
             JOIN {p}_features a ON a.entity_id = q.ea
-            JOIN {p}_features b ON b.entity_id = q.eb AND b.role = a.role AND (b.field = a.field
-                 OR (a.method = 'name' AND b.method = 'name' AND a.role = 'compare'))
+            JOIN {p}_features b ON b.entity_id = q.eb AND b.role = a.role AND (b.field = a.field OR (a.across AND b.across))
         ),
         packed AS (
             SELECT ea, eb, field, role, max(same) AS both_have,
@@ -123,13 +124,14 @@ def compute(con: Any, snapshots: str, specs: dict[str, IdentitySpec], distinct: 
         SELECT ea, eb, field, role, fa, {_LOW} - (best & {_LOW}) AS fb, (best >> 42) / 1000000 AS sim
         FROM packed WHERE both_have = 1""")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {p}_present AS
-        SELECT f.entity_id, sum(w.weight ORDER BY w.field) AS total
+        SELECT f.entity_id, sum(round(w.weight * 1000000)::HUGEINT) AS total
         FROM {p}_features f JOIN {p}_weights w USING (entity_type, field) WHERE f.role = 'compare' GROUP BY ALL""")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {p}_scored AS
         WITH scored AS (
             SELECT c.ea, c.eb, q.entity_type,
-                   coalesce(sum(w.weight * c.sim ORDER BY c.field) FILTER (WHERE c.role = 'compare'), 0) AS agreed,
-                   coalesce(sum(w.weight ORDER BY c.field) FILTER (WHERE c.role = 'compare'), 0) AS present,
+                   coalesce(sum(round(w.weight * 1000000)::HUGEINT * round(c.sim * 1000000)::HUGEINT)
+                            FILTER (WHERE c.role = 'compare'), 0) / 1000000 AS agreed,
+                   coalesce(sum(round(w.weight * 1000000)::HUGEINT) FILTER (WHERE c.role = 'compare'), 0) AS present,
                    bool_or(c.role = 'key' AND c.sim = 1) AS keyed
             FROM {p}_compared c JOIN {p}_pairs q USING (ea, eb)
             LEFT JOIN {p}_weights w ON w.entity_type = q.entity_type AND w.field = c.field AND c.role = 'compare'
@@ -138,7 +140,8 @@ def compute(con: Any, snapshots: str, specs: dict[str, IdentitySpec], distinct: 
         final AS (   -- a field only one side has counts as half a disagreement
             SELECT s.ea, s.eb, s.entity_type, s.keyed,
                    round(CASE WHEN s.present = 0 THEN (CASE WHEN s.keyed THEN 1.0 ELSE 0.0 END)
-                              ELSE s.agreed / (s.present + (coalesce(pa.total, 0) + coalesce(pb.total, 0) - 2 * s.present) / 2)
+                              ELSE s.agreed::DOUBLE
+                                   / (s.present + (coalesce(pa.total, 0) + coalesce(pb.total, 0) - 2 * s.present) / 2)::DOUBLE
                          END, 6) AS score
             FROM scored s LEFT JOIN {p}_present pa ON pa.entity_id = s.ea LEFT JOIN {p}_present pb ON pb.entity_id = s.eb
         )
@@ -147,10 +150,13 @@ def compute(con: Any, snapshots: str, specs: dict[str, IdentitySpec], distinct: 
         WHERE f.keyed OR f.score >= coalesce(t.threshold, {DEFAULT_THRESHOLD})""")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {p}_out AS
         SELECT s.ea AS entity_a, s.eb AS entity_b, s.entity_type, s.score, s.tier,
-               to_json(list({{'field': c.field, 'values': [a.raw, b.raw], 'observations': [a.obs, b.obs],
-                             'comparison': CASE WHEN c.role = 'key' THEN 'key' ELSE CASE a.method {labels} END END
-                                           || CASE WHEN a.field <> b.field THEN ' across ' || b.field ELSE '' END,
-                             'similarity': c.sim}} ORDER BY c.role DESC, c.field))::VARCHAR AS evidence
+               -- keys first, then by field: sorted after the unordered aggregate (an ordered one holds
+               -- every group's rows in memory at once)
+               to_json(list_transform(list_sort(list({{'k': (c.role <> 'key')::INTEGER, 'f': c.field, 'e': {{
+                   'field': c.field, 'values': [a.raw, b.raw], 'observations': [a.obs, b.obs],
+                   'comparison': CASE WHEN c.role = 'key' THEN 'key' ELSE CASE a.method {labels} END END
+                                 || CASE WHEN a.field <> b.field THEN ' across ' || b.field ELSE '' END,
+                   'similarity': c.sim}}}})), x -> x.e))::VARCHAR AS evidence
         FROM {p}_scored s JOIN {p}_compared c USING (ea, eb)
         JOIN {p}_features a ON a.fid = c.fa JOIN {p}_features b ON b.fid = c.fb
         WHERE c.role = 'compare' OR c.sim = 1
@@ -161,15 +167,18 @@ def compute(con: Any, snapshots: str, specs: dict[str, IdentitySpec], distinct: 
 def _plan_fields(con: Any, p: str, specs: dict[str, IdentitySpec]) -> None:
     """`<p>_fields` (entity_type, field, role, method): declared types by their spec, the others by
     their string fields present on at least half of their entities."""
-    rows = sorted({(t, f, "key", "exact") for t, s in specs.items() for f in s.keys}
-                  | {(t, f, "compare", m) for t, s in specs.items() for f, m in s.compare.items()})
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {p}_fields (entity_type VARCHAR, field VARCHAR, role VARCHAR, method VARCHAR)")
+    rows = sorted({(t, f, "key", "exact", False) for t, s in specs.items() for f in s.keys}
+                  | {(t, f, "compare", m, m == "name") for t, s in specs.items() for f, m in s.compare.items()})
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {p}_fields (entity_type VARCHAR, field VARCHAR, role VARCHAR, "
+                "method VARCHAR, across BOOLEAN)")
     if rows:
-        con.executemany(f"INSERT INTO {p}_fields VALUES (?, ?, ?, ?)", rows)
+        con.executemany(f"INSERT INTO {p}_fields VALUES (?, ?, ?, ?, ?)", rows)
     declared = sorted(specs)
+    # an undeclared type's text fields are compared field by field only: its fields are not
+    # known to be names (a domain against a country says nothing, and costs fields² comparisons)
     con.execute(f"""INSERT INTO {p}_fields
         WITH sizes AS (SELECT entity_type, count(DISTINCT entity_id) AS n FROM {p}_values GROUP BY ALL)
-        SELECT v.entity_type, v.field, 'compare', 'name' FROM {p}_values v JOIN sizes USING (entity_type)
+        SELECT v.entity_type, v.field, 'compare', 'name', FALSE FROM {p}_values v JOIN sizes USING (entity_type)
         WHERE v.jtype = 'VARCHAR' AND v.entity_type NOT IN (SELECT unnest(?::VARCHAR[]))
         GROUP BY v.entity_type, v.field, sizes.n HAVING count(DISTINCT v.entity_id) * 2 >= sizes.n""", [declared])
 
@@ -183,7 +192,7 @@ def _features(con: Any, p: str) -> None:
     con.register(f"{p}_norm_in", pa.table({"raw": raws, "norm": [normalize(r) for r in raws]}))
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {p}_features AS
         SELECT row_number() OVER (ORDER BY v.entity_id, v.field, f.role) AS fid,
-               v.entity_id, v.entity_type, v.field, f.role, f.method, v.raw, v.obs,
+               v.entity_id, v.entity_type, v.field, f.role, f.method, f.across, v.raw, v.obs,
                CASE WHEN f.method = 'date' THEN regexp_replace(v.raw, '[^0-9]', '', 'g') ELSE n.norm END AS norm,
                TRY_CAST(v.raw AS DOUBLE) AS num
         FROM {p}_values v JOIN {p}_fields f USING (entity_type, field) JOIN {p}_norm_in n USING (raw)""")

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..errors import IndexFault
 from ..gitstore import Git
+from .identity_table import identity_state
 from .paths import read_json, status_path
 from .reader import OVERLAY_DB, attach_overlay, open_reader
 from .vectors import EmbedderSource, configured_state
@@ -16,11 +17,13 @@ from .watch_lock import watcher_pid
 def index_status(git: Git, path: str, embedder_source: EmbedderSource | None = None) -> dict[str, Any]:
     """The state; `semantic` is the configured embedder's (docs/design.md §8b): its fingerprint,
     the distinct texts with and without its vectors, and the index's fingerprint when that is
-    another one (`indexed_fingerprint`)."""
+    another one (`indexed_fingerprint`); `identity` the identity weights' fingerprint and the
+    queue's size (docs/design.md §20)."""
     head = git.resolve("HEAD")  # GIT_ERROR in a repository without commits, like every reader
     indexed: str | None = None
     drafts = 0
     semantic = None
+    identity = None
     problem = None
     try:
         con = open_reader(path, fts=False, sandbox=False)
@@ -31,6 +34,7 @@ def index_status(git: Git, path: str, embedder_source: EmbedderSource | None = N
         try:
             indexed = con.execute("SELECT value FROM meta WHERE key = 'commit'").fetchone()[0]
             semantic = configured_state(git, con, embedder_source)
+            identity = identity_state(con)
             if attach_overlay(con, path, indexed):
                 drafts = con.execute(f"SELECT count(*) FROM {OVERLAY_DB}.overlay_obs").fetchone()[0]
         finally:
@@ -53,4 +57,5 @@ def index_status(git: Git, path: str, embedder_source: EmbedderSource | None = N
                         if key in last} or None,
         "problem": problem,
         "semantic": semantic,
+        "identity": identity,
     }

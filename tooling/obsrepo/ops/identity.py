@@ -42,9 +42,10 @@ def identities(session: Session, request: Identities) -> IdentityCandidates:
     score = request.min_score
     if score is not None and (isinstance(score, bool) or not 0 <= score <= 1):
         raise UsageError("min_score is a number in [0, 1]", parameter="min_score")
-    return IdentityCandidates(session.read(
+    at = session.at(request.at)
+    return IdentityCandidates(session.read(  # stems no words: without the fts extension unless a commit is patched in
         lambda scope: candidates(scope, request.entity_type, score, as_of.value if as_of else None,
-                                 limit=page.limit, offset=page.offset), session.at(request.at)))
+                                 limit=page.limit, offset=page.offset), at, stems=at is not None))
 
 
 @dataclass(frozen=True)

@@ -270,7 +270,8 @@ class Status:
 
 
 class IndexState(Answer):
-    """{index, indexed_commit, head, behind, watcher, overlay_documents, last_update, problem}."""
+    """{index, indexed_commit, head, behind, watcher, overlay_documents, last_update, problem, semantic,
+    identity: {fingerprint, types, fields, candidates}}."""
 
 
 @operation("status", "reads")
@@ -286,6 +287,8 @@ def status(session: Session, request: Status) -> IndexState:
             state["last_update"] = {**state["last_update"], **{k: None for k in ("added", "removed") if k in state["last_update"]}}
         if state["semantic"]:
             state["semantic"] = {**state["semantic"], "embedded": None, "pending": None}
+        if state["identity"]:
+            state["identity"] = {**state["identity"], "candidates": None}
     return IndexState(state)
 
 

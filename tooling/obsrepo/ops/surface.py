@@ -114,6 +114,16 @@ def log_folder(cwd: str) -> str | None:
     return os.path.join(git.root, ".obsrepo", "logs")
 
 
+def own_process() -> None:
+    """The program's own process (the CLI, and the servers it starts) never imports pandas:
+    DuckDB's Python client imports it, when installed, at the first parameter it converts,
+    though obsrepo never hands it a DataFrame (~0.4 s of CPU, most of a short command). A
+    library caller's process is left as it is."""
+    from ..index.engine import without_pandas
+
+    without_pandas(installed_too=True)
+
+
 def settle() -> None:
     """Before the process exits: wait for an old index generation being freed on a thread (only
     when this process published one: the module is then loaded)."""

@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 from ..errors import EnvironmentFault, NotFoundError, ObsrepoError, UsageError
 from ..ops import Session
+from .identity import identity_review
 from .links import Links
 from .pages import PAGES, QUERY_NAMES, Ask
 from .words import FILTERS
@@ -82,6 +83,7 @@ def application(session: Session, at: str | None = None) -> Any:
     from starlette.routing import Route
 
     env = templates()
+    pages = {**PAGES, "identities": identity_review}
 
     def answer(page: str, request: Any) -> Response:
         argument = request.path_params.get("name", "")
@@ -95,7 +97,7 @@ def application(session: Session, at: str | None = None) -> Any:
         try:
             refuse_unreadable(argument, params)
             keep = "?" + urlencode({"at": given_at}) if given_at is not None else ""
-            shown = PAGES[page](session, ask)
+            shown = pages[page](session, ask)
         except ObsrepoError as exc:
             return failure(exc.renamed(QUERY_NAMES), as_json, keep)
         except Exception as exc:  # noqa: BLE001 - a bug: one envelope, the traceback in the server's log
@@ -128,6 +130,7 @@ def application(session: Session, at: str | None = None) -> Any:
               route("/entity/{name:path}", "entity"), route("/history/{name:path}", "history"),
               route("/observation/{name:path}", "observation"),
               route("/comprehension/{name:path}", "comprehension"), route("/diff/{name:path}", "diff"),
+              route("/identities", "identities"), route("/identities.json", "identities"),
               asset("style.css", "text/css"), asset("icon.svg", "image/svg+xml"),
               # browsers ask for it whatever the page says: an answer, not a 404 in the console
               Route("/favicon.ico", lambda request: FileResponse(HERE / "static" / "icon.svg", media_type="image/svg+xml"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from markupsafe import Markup, escape
@@ -58,6 +59,14 @@ class Links:
     def search(self, **given: str) -> str:
         """The search page narrowed by `given` filters, at the page's commit."""
         return "/search?" + urlencode({**given, **dict(parse_qsl(self.keep.removeprefix("?")))})
+
+    def identities(self, request: Any = None, offset: int = 0) -> str:
+        """The identity review page (its filters kept, from `offset`), at the page's commit."""
+        given = {} if request is None else {k: v for k, v in (("type", request.entity_type), ("min", request.min_score))
+                                            if v is not None}
+        query = {**{k: str(v) for k, v in given.items()}, **({"offset": str(max(offset, 0))} if offset else {}),
+                 **dict(parse_qsl(self.keep.removeprefix("?")))}
+        return "/identities" + ("?" + urlencode(query) if query else "")
 
     def review(self, commit: str) -> str | None:
         """The review page of the one commit `commit` (against its first parent)."""
