@@ -11,6 +11,8 @@ caller leaves no process behind. This module imports nothing of ours but the err
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.machinery
 import os
 import sys
 import threading
@@ -202,3 +204,50 @@ def _holder(handle: IO[Any]) -> str:
                 command = ""
             return f" by pid {pid}" + (f" ({command[:80]})" if command else "")
     return ""
+
+
+# -- what a process of ours refuses to import ----------------------------------------------
+
+def without_pandas(installed_too: bool = False) -> None:
+    """DuckDB's Python client tries `import pandas` for every parameter it converts; when pandas
+    is not installed each failed attempt walks sys.path again (~0.1 ms, dozens per query). A
+    finder at the head of `sys.meta_path` makes each such import fail at once (~4 µs) with the
+    ModuleNotFoundError every importer expects. (A `None` in `sys.modules`, the usual trick, is
+    taken for a module by pyarrow's pandas shim, which broke every Arrow array once numpy was
+    installed.) Nothing changes when pandas is installed, unless `installed_too`: the program's
+    own process (`ops.surface.own_process`) never hands DuckDB a DataFrame, and importing an
+    installed pandas at the first parameter costs ~0.4 s of CPU, most of a short command."""
+    import importlib.util
+    import sys
+
+    if any(isinstance(finder, _NoPandas) for finder in sys.meta_path):
+        return
+    if "pandas" not in sys.modules and (installed_too or importlib.util.find_spec("pandas") is None):
+        sys.meta_path.insert(0, _NoPandas())
+
+
+def refuse_pandas() -> None:
+    """Make `import pandas` fail at once in this process, installed or not: for a worker that
+    builds Arrow batches from Python values, where pyarrow would otherwise import pandas
+    (~0.5 s) only to ask whether a value is a DataFrame."""
+    import sys
+
+    if not any(isinstance(finder, _NoPandas) for finder in sys.meta_path) and "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A meta path finder for an uninstalled pandas. It answers with a spec whose loader fails,
+    rather than raising from `find_spec`, so `importlib.util.find_spec("pandas")` still answers
+    instead of raising; an import of pandas then fails at once, as it would anyway."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "pandas" and not name.startswith("pandas."):
+            return None
+        return importlib.machinery.ModuleSpec(name, self)
+
+    def create_module(self, spec: Any) -> Any:
+        raise ModuleNotFoundError(f"No module named '{spec.name}'", name=spec.name)
+
+    def exec_module(self, module: Any) -> None:  # never reached: create_module fails first
+        raise ModuleNotFoundError(f"No module named '{module.__name__}'", name=module.__name__)

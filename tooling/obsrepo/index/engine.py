@@ -4,8 +4,6 @@ writer; readers connect through `reader`."""
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import itertools
 import os
 import re
@@ -14,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IndexFault
+from ..processes import refuse_pandas, without_pandas  # noqa: F401 - the engine's callers ask it here
 
 
 def load_fts(con: Any) -> None:
@@ -41,51 +40,6 @@ def load_fts(con: Any) -> None:
             "DuckDB's fts extension is not available: install the duckdb-extension-fts package "
             "whose version matches duckdb", detail=str(exc)
         ) from None
-
-
-def without_pandas(installed_too: bool = False) -> None:
-    """DuckDB's Python client tries `import pandas` for every parameter it converts; when pandas
-    is not installed each failed attempt walks sys.path again (~0.1 ms, dozens per query). A
-    finder at the head of `sys.meta_path` makes each such import fail at once (~4 µs) with the
-    ModuleNotFoundError every importer expects. (A `None` in `sys.modules`, the usual trick, is
-    taken for a module by pyarrow's pandas shim, which broke every Arrow array once numpy was
-    installed.) Nothing changes when pandas is installed, unless `installed_too`: the program's
-    own process (`ops.surface.own_process`) never hands DuckDB a DataFrame, and importing an
-    installed pandas at the first parameter costs ~0.4 s of CPU, most of a short command."""
-    import importlib.util
-    import sys
-
-    if any(isinstance(finder, _NoPandas) for finder in sys.meta_path):
-        return
-    if "pandas" not in sys.modules and (installed_too or importlib.util.find_spec("pandas") is None):
-        sys.meta_path.insert(0, _NoPandas())
-
-
-def refuse_pandas() -> None:
-    """Make `import pandas` fail at once in this process, installed or not: for a worker that
-    builds Arrow batches from Python values, where pyarrow would otherwise import pandas
-    (~0.5 s) only to ask whether a value is a DataFrame."""
-    import sys
-
-    if not any(isinstance(finder, _NoPandas) for finder in sys.meta_path) and "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas())
-
-
-class _NoPandas(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """A meta path finder for an uninstalled pandas. It answers with a spec whose loader fails,
-    rather than raising from `find_spec`, so `importlib.util.find_spec("pandas")` still answers
-    instead of raising; an import of pandas then fails at once, as it would anyway."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "pandas" and not name.startswith("pandas."):
-            return None
-        return importlib.machinery.ModuleSpec(name, self)
-
-    def create_module(self, spec: Any) -> Any:
-        raise ModuleNotFoundError(f"No module named '{spec.name}'", name=spec.name)
-
-    def exec_module(self, module: Any) -> None:  # never reached: create_module fails first
-        raise ModuleNotFoundError(f"No module named '{module.__name__}'", name=module.__name__)
 
 
 WRITER_MEMORY = "1GB"  # the writing engine's working memory; a bulk load or sort beyond it spills to disk

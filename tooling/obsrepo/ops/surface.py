@@ -119,7 +119,7 @@ def own_process() -> None:
     DuckDB's Python client imports it, when installed, at the first parameter it converts,
     though obsrepo never hands it a DataFrame (~0.4 s of CPU, most of a short command). A
     library caller's process is left as it is."""
-    from ..index.engine import without_pandas
+    from ..processes import without_pandas
 
     without_pandas(installed_too=True)
 
