@@ -154,3 +154,60 @@ def test_field_contest_over_candidates_directly():
     shuffled = [CRM, SALES]
     random.Random(3).shuffle(shuffled)
     assert field_contest("price", "highest_priority", shuffled, 86400)["winner"]["observation_id"] == "obs-b"
+
+
+# --- the SQL path equals the definition ---------------------------------------------------------
+
+def _epoch(instant):
+    from datetime import datetime
+
+    return None if instant is None else int(datetime.fromisoformat(instant.replace("Z", "+00:00")).timestamp() * 1_000_000)
+
+
+def _sql_contests(items, policies, width, as_of=None, valid_at=None):
+    import duckdb
+    from obsrepo.index.engine import load_fts  # noqa: F401 - same DuckDB build as the index
+    from obsrepo.index.sqlcontest import contests_all
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE c (id VARCHAR, entity VARCHAR, priority INTEGER, specificity DOUBLE, epoch BIGINT, "
+                "ts VARCHAR, fields JSON, vfrom BIGINT, vuntil BIGINT, source VARCHAR, vfrom_ts VARCHAR)")
+    rows = [(o.id, o.entity, o.priority, o.specificity, _epoch(o.timestamp), o.timestamp, json.dumps(o.fields),
+             _epoch(o.valid_from), _epoch(o.valid_until), o.source, o.valid_from) for o in items]
+    if rows:
+        con.executemany("INSERT INTO c VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    table_policies = {("contract", field): policy for field, policy in policies.items()}
+    return contests_all(con, "c", [], list(items), table_policies, width, as_of=as_of, valid_at=valid_at)
+
+
+special = st.one_of(
+    st.builds(lambda i, ts: obs(f"obs-m{i}", ts, {}, entity="contract/dup", relations=(("DUPLICATE_OF", E),)),
+              st.integers(0, 2), day),
+    st.builds(lambda i, ts, target: obs(f"obs-r{i}", ts, {}, entity=None, retracts=(f"obs-{target}",)),
+              st.integers(0, 3), day, st.integers(0, 40)),
+    st.builds(lambda i, ts, gone: obs(f"obs-d{i}", ts, {"_deleted": gone}, priority=100), st.integers(0, 2), day,
+              st.booleans()),
+)
+
+
+@st.composite
+def with_period(draw, base):
+    o = draw(base)
+    kind = draw(st.sampled_from(["none", "none", "from", "until", "both"]))
+    start, end = sorted(draw(st.lists(st.integers(0, 7), min_size=2, max_size=2, unique=True)))
+    when = "2026-01-0{}T00:00:00Z".format
+    entity = draw(st.sampled_from([E, E, "contract/dup", "contract/c2"]))
+    return Obs(**{**o.__dict__, "entity": entity,
+                  "valid_from": when(start + 1) if kind in ("from", "both") else None,
+                  "valid_until": when(end + 1) if kind in ("until", "both") else None})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(with_period(observation), special), max_size=12, unique_by=lambda o: o.id), policy, window,
+       st.one_of(st.none(), day), st.one_of(st.none(), day))
+def test_the_sql_path_equals_the_definition(items, chosen, width, as_of, valid_at):
+    policies = {"a": chosen}
+    expected = sorted((c for entity in sorted({o.entity for o in items if o.entity} | {E})
+                       for c in entity_contests(entity, items, policies, width, as_of=as_of, valid_at=valid_at)
+                       if c["entity_id"] == entity), key=lambda c: (c["entity_id"], c["field"]))
+    assert _sql_contests(items, policies, width, as_of, valid_at) == expected

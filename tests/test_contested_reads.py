@@ -1,0 +1,133 @@
+"""Contested values (docs/design.md §19) through the real index: `obsrepo contested` and MCP
+`list_contested`, its filters and pages, tenant binding, and the same answer whatever the order
+of the files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from helpers import Repo, observation
+from obsrepo.mcp.tools import all_tools
+from obsrepo.ops import Session
+
+NORTHWIND = {"org": "northwind"}
+GLOBEX = {"org": "globex"}
+
+DOCS = [
+    # contract/c1: two sources, hours apart, disagree on the price
+    observation("obs-20260301-090000-0001", entity="contract/c1", fields={"price": 100, "currency": "EUR"},
+                source="agent/crm", scope=["deal/d1"], tenant=NORTHWIND),
+    observation("obs-20260301-150000-0002", entity="contract/c1", fields={"price": 120, "currency": "EUR"},
+                source="agent/sales", scope=["deal/d1"], tenant=NORTHWIND),
+    # contract/c2: disputed only by another tenant's observation
+    observation("obs-20260302-090000-0003", entity="contract/c2", fields={"price": 50}, source="agent/crm",
+                tenant=NORTHWIND),
+    observation("obs-20260302-100000-0004", entity="contract/c2", fields={"price": 55}, source="agent/globex",
+                tenant=GLOBEX),
+    # contract/c3: disputed, then corrected
+    observation("obs-20260303-090000-0005", entity="contract/c3", fields={"price": 7}, source="agent/crm",
+                tenant=NORTHWIND),
+    observation("obs-20260303-100000-0006", entity="contract/c3", fields={"price": 8}, source="agent/sales",
+                tenant=NORTHWIND),
+    observation("obs-20260304-090000-0007", entity="contract/c3", fields={"price": 8}, source="human/alice",
+                priority=1000, corrects=["obs-20260303-090000-0005"], tenant=NORTHWIND),
+    # invoice/i1: the more specific source wins a dispute of the same instant
+    observation("obs-20260305-090000-0008", entity="invoice/i1", fields={"status": "paid"}, source="agent/bank",
+                specificity=0.9, tenant=NORTHWIND),
+    observation("obs-20260305-090000-0009", entity="invoice/i1", fields={"status": "open"}, source="agent/erp",
+                tenant=NORTHWIND),
+]
+
+
+@pytest.fixture(scope="module")
+def repo(make_module_repo: Callable[..., Repo]) -> Repo:
+    made = make_module_repo()
+    made.add(*DOCS)
+    made.commit("prices")
+    return made
+
+
+def _json(repo: Repo, *args: str) -> Any:
+    proc = repo.obsrepo(*args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _listed(answer: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["entity_id"], c["field"]) for c in answer["contests"]]
+
+
+def test_contested_lists_each_dispute_by_entity_then_field(repo: Repo) -> None:
+    answer = _json(repo, "contested")
+    assert answer["at_commit"] == repo.sha() and answer["window_seconds"] == 86400
+    assert answer["valid_at"] == "2026-02-13T12:00:00Z" and (answer["total"], answer["limit"], answer["offset"]) == (3, 50, 0)
+    assert _listed(answer) == [("contract/c1", "price"), ("contract/c2", "price"), ("invoice/i1", "status")]
+    first = answer["contests"][0]
+    assert first == {
+        "entity_id": "contract/c1", "field": "price", "policy": "highest_priority", "decided_by": "timestamp",
+        "winner": {"observation_id": "obs-20260301-150000-0002", "value": 120, "source": "agent/sales",
+                   "from": "2026-03-01T15:00:00Z", "priority": 100, "specificity": 0.0},
+        "challengers": [{"observation_id": "obs-20260301-090000-0001", "value": 100, "source": "agent/crm",
+                         "from": "2026-03-01T09:00:00Z", "priority": 100, "specificity": 0.0}]}
+    assert answer["contests"][2]["decided_by"] == "specificity"
+
+
+def test_filters_window_and_pages(repo: Repo) -> None:
+    assert _listed(_json(repo, "contested", "--type", "invoice")) == [("invoice/i1", "status")]
+    assert _listed(_json(repo, "contested", "--entity", "contract/c2", "--entity", "invoice/i1")) == [
+        ("contract/c2", "price"), ("invoice/i1", "status")]
+    assert _listed(_json(repo, "contested", "--scope", "deal/d1")) == [("contract/c1", "price")]
+    assert _listed(_json(repo, "contested", "--window", "0")) == [("invoice/i1", "status")]
+    assert _listed(_json(repo, "contested", "--window", "2h")) == [("contract/c2", "price"), ("invoice/i1", "status")]
+    paged = _json(repo, "contested", "--limit", "1", "--offset", "1")
+    assert _listed(paged) == [("contract/c2", "price")] and paged["total"] == 3
+    assert _json(repo, "contested", "--as-of", "2026-03-01T12:00:00Z")["contests"] == []  # the sales price came later
+
+
+def test_a_bound_caller_sees_no_contest_another_tenant_made(repo: Repo) -> None:
+    answer = _json(repo, "contested", "--tenant", "org=northwind")
+    assert _listed(answer) == [("contract/c1", "price"), ("invoice/i1", "status")]
+    assert _json(repo, "contested", "--tenant", "org=globex")["contests"] == []
+
+
+def test_a_bad_window_is_a_usage_error_naming_the_option(repo: Repo) -> None:
+    proc = repo.obsrepo("contested", "--window", "1w")
+    assert proc.returncode == 2 and "--window" in proc.stdout + proc.stderr and "VALIDATION" in proc.stdout + proc.stderr
+
+
+def test_text_format(repo: Repo) -> None:
+    proc = repo.obsrepo("contested", "--format", "text", "--type", "contract")
+    assert proc.returncode == 0, proc.stderr
+    assert 'contract/c1  price: 120 from agent/sales' in proc.stdout and '100 from agent/crm' in proc.stdout
+
+
+def test_mcp_list_contested_answers_what_the_cli_prints(repo: Repo) -> None:
+    tool = all_tools()["list_contested"]
+    assert tool.annotations["readOnlyHint"] is True
+    given = tool.call(Session(str(repo.path)), {"entity_type": "contract", "window": "1d"})
+    answer = given if isinstance(given, dict) else json.loads(str(given))
+    assert answer == _json(repo, "contested", "--type", "contract")
+    bound = tool.call(Session(str(repo.path), binding=_binding()), {})
+    assert _listed(bound if isinstance(bound, dict) else json.loads(str(bound))) == [
+        ("contract/c1", "price"), ("invoice/i1", "status")]
+
+
+def _binding() -> Any:
+    from obsrepo.ops import Binding
+
+    return Binding.parse("org=northwind", "tenant")
+
+
+def test_permuted_files_give_byte_identical_contests(make_repo: Callable[..., Repo]) -> None:
+    outputs = []
+    for name, order in (("forward", DOCS), ("backward", DOCS[::-1])):
+        other = make_repo(name)
+        for n, doc in enumerate(order):  # other folders, other order in the tree
+            other.write(f"observations/{chr(ord('a') + n)}/{doc.id}.md", doc)
+        other.commit("prices")
+        text = other.obsrepo("contested").stdout
+        outputs.append(text.replace(other.sha(), "C"))
+    assert outputs[0] == outputs[1] and '"total": 3' in outputs[0]
