@@ -131,3 +131,24 @@ def test_permuted_files_give_byte_identical_contests(make_repo: Callable[..., Re
         text = other.obsrepo("contested").stdout
         outputs.append(text.replace(other.sha(), "C"))
     assert outputs[0] == outputs[1] and '"total": 3' in outputs[0]
+
+
+# --- snapshots say their contests ---------------------------------------------------------------
+
+@pytest.mark.parametrize("entity", ["contract/c1", "contract/c2", "contract/c3", "invoice/i1"])
+def test_snapshot_says_its_contests_stored_and_computed_alike(repo: Repo, entity: str) -> None:
+    stored = _json(repo, "snapshot", entity)  # the index's own tables
+    computed = _json(repo, "snapshot", entity, "--explain")  # reduced from the rows
+    computed.pop("explain")
+    assert stored == computed
+    expected = {c["field"]: [o["observation_id"] for o in c["challengers"]]
+                for c in _json(repo, "contested", "--entity", entity)["contests"]}
+    assert stored["contested"] == expected
+    assert (stored["contested"] != {}) == (entity != "contract/c3")
+
+
+def test_a_bound_snapshot_has_no_contest_another_tenant_made(repo: Repo) -> None:
+    assert _json(repo, "snapshot", "contract/c2")["contested"] == {"price": ["obs-20260302-090000-0003"]}
+    assert _json(repo, "snapshot", "contract/c2", "--tenant", "org=northwind")["contested"] == {}
+    assert _json(repo, "snapshot", "contract/c1", "--tenant", "org=northwind")["contested"] == {
+        "price": ["obs-20260301-090000-0001"]}
