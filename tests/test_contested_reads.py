@@ -152,3 +152,23 @@ def test_a_bound_snapshot_has_no_contest_another_tenant_made(repo: Repo) -> None
     assert _json(repo, "snapshot", "contract/c2", "--tenant", "org=northwind")["contested"] == {}
     assert _json(repo, "snapshot", "contract/c1", "--tenant", "org=northwind")["contested"] == {
         "price": ["obs-20260301-090000-0001"]}
+
+
+@pytest.mark.parametrize("filters", [(), ("--type", "contract"), ("--entity", "invoice/i1"), ("--scope", "deal/d1"),
+                                     ("--limit", "1", "--offset", "2")])
+def test_the_index_table_answers_what_the_rows_say(repo: Repo, filters: tuple[str, ...]) -> None:
+    stored = _json(repo, "contested", *filters)  # contested_fields, read as the index built it
+    computed = _json(repo, "contested", *filters, "--max-classification", "confidential")  # from the rows
+    assert stored == computed and stored["total"] > 0
+
+
+def test_a_null_against_a_value_is_a_dispute(make_repo: Callable[..., Repo]) -> None:
+    other = make_repo()
+    other.add(observation("obs-20260301-090000-0001", entity="contract/c9", fields={"note": "late"}, source="agent/a"),
+              observation("obs-20260301-100000-0002", entity="contract/c9", fields={"note": None}, source="agent/b"))
+    other.commit("a note, then none")
+    for args in ((), ("--max-classification", "confidential")):
+        [contest] = _json(other, "contested", *args)["contests"]
+        assert contest["winner"]["value"] is None and contest["challengers"][0]["value"] == "late"
+    snap = _json(other, "snapshot", "contract/c9")
+    assert "note" not in snap["snapshot"] and snap["contested"] == {"note": ["obs-20260301-090000-0001"]}
