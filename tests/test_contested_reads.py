@@ -172,3 +172,18 @@ def test_a_null_against_a_value_is_a_dispute(make_repo: Callable[..., Repo]) -> 
         assert contest["winner"]["value"] is None and contest["challengers"][0]["value"] == "late"
     snap = _json(other, "snapshot", "contract/c9")
     assert "note" not in snap["snapshot"] and snap["contested"] == {"note": ["obs-20260301-090000-0001"]}
+
+
+# --- the recall block never prints a contested value as settled ---------------------------------
+
+def test_recall_prints_a_contested_field_with_the_other_value(repo: Repo) -> None:
+    for args in ((), ("--max-classification", "confidential")):  # the index's table, and from the rows
+        block = repo.obsrepo("recall", "--entity", "contract/c1", *args)
+        assert block.returncode == 0, block.stderr
+        assert "- price: 120 (contested: 100 from agent/crm, obs-20260301-090000-0001@" in block.stdout, block.stdout
+        assert "- currency: \"EUR\" —" in block.stdout  # agreed: printed as before
+    bound = repo.obsrepo("recall", "--entity", "contract/c2", "--tenant", "org=northwind").stdout
+    assert "- price: 50 —" in bound and "contested" not in bound
+    data = _json(repo, "recall", "--entity", "contract/c2", "--format", "json")
+    [price] = [f for f in data["entities"][0]["fields"] if f["field"] == "price"]
+    assert [c["source"] for c in price["contested"]] == ["agent/crm"]

@@ -101,3 +101,15 @@ def _stored(scope: ReadScope, limit: int, offset: int, *, entities: tuple[str, .
         found[(entity, field)]["challengers"].append(side(field, sides[challenger]))
     return total, sorted(found.values(), key=lambda c: (c["entity_id"], c["field"]))
 
+
+
+def of_entities(scope: ReadScope, entities: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(entity, field) → its contest, for these surviving entities (the default window, the
+    commit's time): from the index's table where it holds exactly this scope's rows."""
+    if not entities:
+        return {}
+    if scope.as_indexed:
+        _total, found = _stored(scope, 1 << 30, 0, entities=tuple(entities))
+    else:
+        found = contests(scope, parse_window(DEFAULT_WINDOW), entities=tuple(entities))
+    return {(c["entity_id"], c["field"]): c for c in found}
