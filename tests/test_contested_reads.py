@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import Repo, observation
+from helpers import Repo, hermetic, observation
 from obsrepo.mcp.tools import all_tools
 from obsrepo.ops import Session
 
@@ -187,3 +187,24 @@ def test_recall_prints_a_contested_field_with_the_other_value(repo: Repo) -> Non
     data = _json(repo, "recall", "--entity", "contract/c2", "--format", "json")
     [price] = [f for f in data["entities"][0]["fields"] if f["field"] == "price"]
     assert [c["source"] for c in price["contested"]] == ["agent/crm"]
+
+
+# --- the inspector's entity page says a dispute in words ----------------------------------------
+
+def test_the_entity_page_says_a_contest_with_both_values_and_sources(repo: Repo) -> None:
+    pytest.importorskip("starlette")
+    from inspector_asgi import get, inspector
+    from obsrepo.ops import Binding
+
+    with hermetic(repo.env):
+        app = inspector(Session(str(repo.path)))
+        status, _, body = get(app, "/entity/contract/c1")
+        assert status == 200
+        said = " ".join(body.split())
+        assert "<strong>Contested</strong>: agent/sales says" in said and "agent/crm says" in said, said
+        assert "120" in said and "100" in said and "only a tie-break chose (later)" in said
+        agreed = said[said.index("<th>currency</th>"):]
+        assert "Contested" not in agreed[:agreed.index("</tr>")]
+        bound = inspector(Session(str(repo.path), binding=Binding.of({"org": "northwind"})))
+        assert "Contested" not in " ".join(get(bound, "/entity/contract/c2")[2].split())
+        assert "Contested" in " ".join(get(app, "/entity/contract/c2")[2].split())
