@@ -208,3 +208,43 @@ def test_the_entity_page_says_a_contest_with_both_values_and_sources(repo: Repo)
         bound = inspector(Session(str(repo.path), binding=Binding.of({"org": "northwind"})))
         assert "Contested" not in " ".join(get(bound, "/entity/contract/c2")[2].split())
         assert "Contested" in " ".join(get(app, "/entity/contract/c2")[2].split())
+
+
+# --- the index's table follows every update -----------------------------------------------------
+
+def _contested_table(index: Any) -> list[tuple]:
+    import duckdb
+
+    con = duckdb.connect(str(index), read_only=True)
+    try:
+        return con.execute("SELECT * FROM contested_fields ORDER BY entity_id, field, rowid").fetchall()
+    finally:
+        con.close()
+
+
+def test_contested_fields_updated_commit_by_commit_equals_a_full_build(make_repo: Callable[..., Repo], tmp_path: Any) -> None:
+    from obsrepo.api import Repository
+
+    other = make_repo()
+    steps = [
+        [DOCS[0]],
+        [DOCS[1], DOCS[2], DOCS[3]],  # two disputes
+        [observation("obs-20260301-160000-0010", entity="contract/c1", fields={"price": 130}, source="agent/erp",
+                     tenant=NORTHWIND)],  # a third opinion
+        [DOCS[4], DOCS[5], DOCS[6]],  # disputed and corrected in one commit
+        [observation("obs-20260302-110000-0011", source="human/alice", retracts=["obs-20260302-100000-0004"],
+                     tenant=GLOBEX)],  # the dispute of c2 withdrawn
+    ]
+    commits = []
+    for n, docs in enumerate(steps):
+        other.add(*docs)
+        commits.append(other.commit(f"step {n}"))
+    incremental = Repository(str(other.path), index=str(tmp_path / "incremental.duckdb"))
+    for rev in [*commits, commits[1], commits[-1]]:
+        incremental.index(rev)
+        full = Repository(str(other.path), index=str(tmp_path / f"full-{rev[:8]}.duckdb"))
+        full.index(rev, full=True)
+        assert _contested_table(tmp_path / "incremental.duckdb") == _contested_table(tmp_path / f"full-{rev[:8]}.duckdb")
+    assert _contested_table(tmp_path / "incremental.duckdb") == [
+        ("contract/c1", "price", "obs-20260301-160000-0010", "obs-20260301-150000-0002"),
+        ("contract/c1", "price", "obs-20260301-160000-0010", "obs-20260301-090000-0001")]
