@@ -128,9 +128,11 @@ def test_permuted_files_give_byte_identical_contests(make_repo: Callable[..., Re
         for n, doc in enumerate(order):  # other folders, other order in the tree
             other.write(f"observations/{chr(ord('a') + n)}/{doc.id}.md", doc)
         other.commit("prices")
-        text = other.obsrepo("contested").stdout
-        outputs.append(text.replace(other.sha(), "C"))
-    assert outputs[0] == outputs[1] and '"total": 3' in outputs[0]
+        text = "".join(other.obsrepo(*args).stdout for args in (
+            ("contested",), ("contested", "--max-classification", "confidential"), ("snapshot", "contract/c1"),
+            ("snapshot", "invoice/i1", "--explain"), ("recall", "--entity", "contract/c1")))
+        outputs.append(text.replace(other.sha(), "C").replace(other.sha()[:12], "C"))
+    assert outputs[0] == outputs[1] and '"total": 3' in outputs[0] and "(contested: 100 from agent/crm" in outputs[0]
 
 
 # --- snapshots say their contests ---------------------------------------------------------------
