@@ -38,6 +38,7 @@ READERS: dict[str, list[str]] = {
     "history": ["company/acme"],
     "identities": [],
     "intervals": ["company/acme"],
+    "contested": [],
     "correct": ["company/acme", "name", "Acme Inc", "--reason", "typo"],
     "retract": ["obs-20260213-102500-0001", "--reason", "wrong"],
     "diff": [],

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 READ_TOOLS = {"observation_query", "retrieve_entity_snapshot", "retrieve_field_provenance", "retrieve_entities",
               "retrieve_entity_by_identifier", "list_observations", "list_relationships", "retrieve_related_entities",
               "list_timeline_events", "retrieve_entity_history", "check_document", "recall", "list_identity_candidates",
-              "retrieve_field_intervals"}
+              "retrieve_field_intervals", "list_contested"}
 WRITE_TOOLS = {"record_observation", "correct_field", "retract_observation", "create_relationship", "merge_entities",
                "record_feedback", "update_comprehension", "declare_distinct"}
 

@@ -25,7 +25,7 @@ COMMANDS = {
     "correct": "write", "retract": "write", "relate": "write", "merge": "write",
     "feedback": "steward", "reclassify": "steward", "retention": "steward", "export": "steward",
     "comprehend": "steward", "comprehensions": "steward", "embed": "embed", "publish": "publish", "serve": "serve",
-    "recall": "recall", "identities": "identity", "distinct": "identity", "intervals": "time",
+    "recall": "recall", "identities": "identity", "distinct": "identity", "intervals": "time", "contested": "time",
 }
 
 

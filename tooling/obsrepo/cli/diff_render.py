@@ -63,7 +63,19 @@ def headline_counts(diff: dict[str, Any]) -> list[str]:
         parts.append(_plural(len(diff["retracted"]), "retraction"))
     if diff["comprehensions"]:
         parts.append(_plural(len(diff["comprehensions"]), "belief") + " updated")
+    contests = diff.get("contests") or {}
+    for key in ("opened", "closed"):
+        if contests.get(key):
+            parts.append(_plural(len(contests[key]), "contest") + f" {key}")
     return parts
+
+
+def contest_sentence(contest: dict[str, Any]) -> str:
+    """`field` of `entity`: VALUE from SOURCE (winner) against OTHER from SOURCE …, in words."""
+    winner = contest["winner"]
+    others = "; ".join(f"{_short(c['value'])} from {c['source']} ({c['observation_id']})" for c in contest["challengers"])
+    return (f"{contest['entity_id']} {contest['field']}: {_short(winner['value'])} from {winner['source']} "
+            f"({winner['observation_id']}) against {others}")
 
 
 # -- text ----------------------------------------------------------------------------------
@@ -114,6 +126,12 @@ def render_text(diff: dict[str, Any]) -> str:
         out.append("relations:")
         out += [f"  {r['change']}: {r['source_entity_id']} {r['type']} {r['target_entity_id']} ({r['observation_id']})"
                 for r in diff["relations"]]
+    contests = diff.get("contests") or {}
+    for key in ("opened", "closed"):
+        if contests.get(key):
+            out.append("")
+            out.append(f"contests {key} (two sources disagree about the same time; only a tie-break chose):")
+            out += [f"  {contest_sentence(c)}" for c in contests[key]]
     if diff["comprehensions"]:
         out.append("")
         out.append("comprehension:")
@@ -191,6 +209,14 @@ def _sections(diff: dict[str, Any]) -> list[str]:
         sections.append(f"### `{losing['observation_id']}` changes nothing\n\nIt loses every field of "
                         f"`{losing['entity_id']}`:\n\n| field | its value | stays | winner | rule |\n"
                         "|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    contests = diff.get("contests") or {}
+    if contests.get("opened"):
+        sections.append(_contest_section(f"### ⚖️ This pull request opens {_plural(len(contests['opened']), 'contest')}",
+                                         "Two sources disagree about the same time, and only a tie-break chose the "
+                                         "value kept; a correction (`obsrepo correct`) settles it.", contests["opened"]))
+    if contests.get("closed"):
+        sections.append(_contest_section(f"### This pull request closes {_plural(len(contests['closed']), 'contest')}",
+                                         "", contests["closed"]))
     if diff["retracted"]:
         rows = [f"| {_code(r['observation_id'])} | {_code(r['target'])} | {_code(r['entity_id'] or '')} | "
                 f"{_code(', '.join(f'{k}={_short(v)}' for k, v in r['fields'].items()))} | "
@@ -213,6 +239,18 @@ def _sections(diff: dict[str, Any]) -> list[str]:
         sections.append(f"### Observations added ({len(diff['added'])})\n\n{counts}\n\n"
                         + _details(f"<b>{_plural(len(lines), 'id')}</b>", lines))
     return sections
+
+
+def _contest_section(title: str, lead: str, contests: list[dict[str, Any]]) -> str:
+    rows = []
+    for c in contests:
+        winner = c["winner"]
+        others = "<br>".join(f"{_code(_short(o['value']))} from {_code(o['source'])} ({_code(o['observation_id'])})"
+                             for o in c["challengers"])
+        rows.append(f"| {_code(c['entity_id'])} | {_code(c['field'])} | {_code(_short(winner['value']))} from "
+                    f"{_code(winner['source'])} ({_code(winner['observation_id'])}) | {others} |")
+    table = "| entity | field | kept | against |\n|---|---|---|---|\n" + "\n".join(rows)
+    return f"{title}\n\n" + (f"{_prose(lead)}\n\n" if lead else "") + table + "\n"
 
 
 # -- show ----------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ class Obs:
     # the period of valid time written (`valid`, docs/design.md §19), canonical UTC text; None: not written
     valid_from: str | None = None
     valid_until: str | None = None
+    source: str = ""  # who observed: the reducer never reads it; a contest needs two (§19)
 
 
 def holds(obs: Obs, instant: str) -> bool:
@@ -111,6 +112,26 @@ def survivor(entity: str, merges: dict[str, str]) -> str:
     return entity
 
 
+def candidates_of(entity: str, observations: Iterable[Obs], as_of: str | None = None,
+                  valid_at: str | None = None) -> tuple[str, list[Obs]]:
+    """The entity that survives `entity`'s merges, and the candidates of §4 step 1 (with §19's
+    rule of which observations count): of it or merged into it, not retracted, counting then."""
+    every = list(observations)
+    gone = retracted_ids(every)
+    merges = merge_map(every, gone)
+    target = survivor(entity, merges)
+    return target, [o for o in every if o.entity is not None and o.id not in gone
+                    and survivor(o.entity, merges) == target and counts(o, as_of, valid_at)]
+
+
+def deletion_order(candidates: Iterable[Obs]) -> list[Obs]:
+    """The candidates that carry `_deleted`, in the deletion gate's order: (priority DESC,
+    timestamp DESC, id ASC); specificity plays no part. The entity is deleted when the first says true."""
+    deleting = sorted((o for o in candidates if "_deleted" in o.fields), key=lambda o: o.id)
+    deleting.sort(key=lambda o: (o.priority, _instant(o.timestamp)), reverse=True)
+    return deleting
+
+
 @dataclass
 class Candidate:
     field: str
@@ -125,14 +146,7 @@ def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, 
     """The snapshot of `entity` from the visible observations (docs/design.md §4), with the
     candidates of valid time `as_of`, else of the commit's time `valid_at` (§19)."""
     policies = policies or {}
-    every = list(observations)
-    gone = retracted_ids(every)
-    merges = merge_map(every, gone)
-    target = survivor(entity, merges)
-    candidates = [
-        o for o in every
-        if o.entity is not None and o.id not in gone and survivor(o.entity, merges) == target and counts(o, as_of, valid_at)
-    ]
+    target, candidates = candidates_of(entity, observations, as_of, valid_at)
     result: dict[str, Any] = {
         "entity_id": target,
         "entity_type": target.split("/", 1)[0],
@@ -149,9 +163,7 @@ def reduce_entity(entity: str, observations: Iterable[Obs], policies: dict[str, 
         result["merged_from"] = entity
     explanation: dict[str, list[dict[str, Any]]] = {}
 
-    # the deletion gate ranks by (priority DESC, timestamp DESC, id ASC): specificity plays no part
-    deleting = sorted((o for o in candidates if "_deleted" in o.fields), key=lambda o: o.id)
-    deleting.sort(key=lambda o: (o.priority, _instant(o.timestamp)), reverse=True)
+    deleting = deletion_order(candidates)
     if deleting and deleting[0].fields["_deleted"] is True:
         result["deleted"] = True
         if explain:

@@ -5,7 +5,9 @@ the entities whose observations came or went, with the entities merged into them
 retraction or a merge came or went, an entity schema changed, or commits were forgotten, it
 reduces everything (those change other entities' snapshots). Either way the table equals a
 full build's (tested). Snapshots here are over every tenant's observations: what an unbound
-caller sees (`sql` is refused to a bound one).
+caller sees (`sql` is refused to a bound one). The `contested_fields` table (docs/design.md §19,
+the default window) follows the same entities: a contest depends only on an entity's family's
+rows, the special rows, the policies and the commit's time, as its snapshot does.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
         snaps = reduce_all(con, CANDIDATES.format(relation=CURRENT, where="TRUE"), [], special, policies, target,
                            valid_at=valid_at)
         con.execute("DELETE FROM entity_snapshots")
+        con.execute("DELETE FROM contested_fields")
+        _contests(con, special, policies, valid_at, "TRUE", [], None)
     else:
         merges = merge_map(special, retracted_ids(special))
         survivors = {survivor(e, merges) for e in affected}
@@ -49,12 +53,35 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
                            [family], special, policies, target, valid_at=valid_at)
         con.execute("DELETE FROM entity_snapshots WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))",
                     [sorted(survivors | affected)])
+        con.execute("DELETE FROM contested_fields WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [sorted(survivors | affected)])
+        _contests(con, special, policies, valid_at, "o.entity IN (SELECT unnest(?::VARCHAR[]))", [family],
+                  sorted(survivors))
     from .rows import insert_rows
 
     rows = [{"entity_id": s["entity_id"], "entity_type": s["entity_type"], "snapshot": _json(s["snapshot"]),
              "provenance": _json(s["provenance"]), "observation_count": s["observation_count"],
              "last_observation_at": _moment(s["last_observation_at"]), "deleted": s["deleted"]} for s in snaps.values()]
     insert_rows(con, "entity_snapshots", COLUMNS, rows)
+
+
+def _contests(con: Any, special: list[Any], policies: dict[tuple[str, str], str], valid_at: str | None,
+              where: str, params: list[Any], survivors: list[str] | None) -> None:
+    """The contests of the entities read (`survivors`: only those; None: every one), a row per
+    challenger in the reducer's order."""
+    from ..format.contested import DEFAULT_WINDOW, parse_window
+    from .sqlcontest import CANDIDATES as CONTEST_CANDIDATES
+    from .sqlcontest import contests_all
+
+    found = contests_all(con, CONTEST_CANDIDATES.format(relation=CURRENT, where=where), params, special, policies,
+                         parse_window(DEFAULT_WINDOW), valid_at=valid_at,
+                         wanted="TRUE" if survivors is None else "eid IN (SELECT unnest(?::VARCHAR[]))",
+                         wanted_params=[] if survivors is None else [survivors])
+    rows = [(c["entity_id"], c["field"], c["winner"]["observation_id"], challenger["observation_id"])
+            for c in found for challenger in c["challengers"]]
+    if rows:  # one statement: the lists zipped by unnest, in order
+        con.execute("INSERT INTO contested_fields SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+                    "unnest(?::VARCHAR[]), unnest(?::VARCHAR[])", [list(column) for column in zip(*rows)])
 
 
 def _affected(result: Any) -> set[str] | None:

@@ -26,24 +26,24 @@ INSTANT = instant("o.timestamp")
 PERIOD = f"{instant('o.valid_from')}, {instant('o.valid_until')}"  # docs/design.md §19
 
 ROW = f"""o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity,
-    o.retracts, o.relations, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user, {PERIOD}"""
+    o.retracts, o.relations, o.tenant_org, o.tenant_project, o.tenant_agent, o.tenant_user, {PERIOD}, o.source"""
 
 # an ordinary row (neither retracting nor merging, `NOT o.special`): the reducer reads its
 # retractions, merges and tenant only through the special rows, so only these columns
-PLAIN_ROW = f"o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity, {PERIOD}"
+PLAIN_ROW = f"o.id, {INSTANT}, o.entity, o.fields, o.priority, o.specificity, {PERIOD}, o.source"
 
 CANDIDATES = f"""(SELECT o.id, o.entity, o.priority, o.specificity, epoch_us(o.timestamp) AS epoch, {INSTANT} AS ts,
     o.fields, epoch_us(o.valid_from) AS vfrom, epoch_us(o.valid_until) AS vuntil FROM {{relation}} AS o WHERE {{where}})"""
 
 
 def as_obs(row: tuple) -> Obs:
-    obs_id, ts, entity, fields, priority, specificity, retracts, relations, org, project, agent, user, start, until = row
+    obs_id, ts, entity, fields, priority, specificity, retracts, relations, org, project, agent, user, start, until, source = row
     tenant = tuple((k, v) for k, v in (("agent", agent), ("org", org), ("project", project), ("user", user)) if v is not None)
     return Obs(
         id=obs_id, timestamp=ts, entity=entity,
         fields=json.loads(fields) if fields else {}, priority=priority, specificity=specificity,
         retracts=tuple(retracts), relations=tuple((r["type"], r["target"]) for r in relations), tenant=tenant,
-        valid_from=start, valid_until=until,
+        valid_from=start, valid_until=until, source=source,
     )
 
 
@@ -53,8 +53,8 @@ def plain_obs(rows: list[tuple]) -> list[Obs]:
     fields are parsed as one JSON array (a busy entity has thousands: one parse, not one each)."""
     fields = json.loads("[" + ",".join(row[3] or "{}" for row in rows) + "]")
     return [Obs(id=obs_id, timestamp=ts, entity=entity, fields=values, priority=priority, specificity=specificity,
-                valid_from=start, valid_until=until)
-            for (obs_id, ts, entity, _, priority, specificity, start, until), values in zip(rows, fields)]
+                valid_from=start, valid_until=until, source=source)
+            for (obs_id, ts, entity, _, priority, specificity, start, until, source), values in zip(rows, fields)]
 
 
 def special_rows(con: Any, relation: str) -> list[Obs]:

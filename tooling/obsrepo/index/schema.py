@@ -6,7 +6,7 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 from ..format.vocabulary import CLASSIFICATION_RANK  # noqa: F401 - re-exported
 from .columns import COMP_VERSIONS, OBS_KEYS, OBS_VERSIONS, OBSERVATION, RECORD_COLUMNS, column_list, ddl
 
-FORMAT_VERSION = "11"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
+FORMAT_VERSION = "12"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 
 TABLES = f"""
@@ -36,6 +36,12 @@ CREATE TABLE obs_vectors (row_id BIGINT NOT NULL, segment INTEGER NOT NULL, slot
 CREATE TABLE entity_snapshots (  -- at the indexed commit, over every tenant (see entity_table)
     entity_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, snapshot JSON NOT NULL, provenance JSON NOT NULL,
     observation_count INTEGER NOT NULL, last_observation_at TIMESTAMP, deleted BOOLEAN NOT NULL
+);
+-- contested values (docs/design.md §19) at the indexed commit, over every tenant, window 1d: one row
+-- per challenger, in the reducer's order (see entity_table)
+CREATE TABLE contested_fields (
+    entity_id VARCHAR NOT NULL, field VARCHAR NOT NULL, winner_observation_id VARCHAR NOT NULL,
+    challenger_observation_id VARCHAR NOT NULL
 );
 -- feedback folded at the indexed commit, over every tenant (see weights)
 CREATE TABLE observation_weights (observation_id VARCHAR NOT NULL, weight DOUBLE NOT NULL, feedback_count INTEGER NOT NULL);

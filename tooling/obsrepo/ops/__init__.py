@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .registry import OPERATIONS, Answer, Operation, run
     from .review import Check, CheckDocument, Diff, Index
     from .session import Session
-    from .time import Intervals
+    from .time import Contested, Contests, Intervals
     from .values import Binding, Ceiling, Destination, Moment, Page, ProposalBranch, Rev, WorkTree, destination
     from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relate, Retract
 
@@ -45,6 +45,8 @@ _WHERE = {
     "CheckDocument": "review",
     "Comprehend": "writes",
     "Comprehensions": "reads",
+    "Contested": "time",
+    "Contests": "time",
     "Correct": "writes",
     "Destination": "values",
     "Diff": "review",
@@ -112,7 +114,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "OPERATIONS", "Answer", "Belief", "BeliefShown", "Binding", "Block", "Ceiling", "Check", "CheckDocument", "Comprehend",
-    "Comprehensions", "Correct",
+    "Comprehensions", "Contested", "Contests", "Correct",
     "Destination", "Diff", "Distinct", "Identities", "IdentityCandidates", "EmbedInfo", "EmbedPull", "Entities", "Export",
     "Facets", "Feedback", "Find", "History", "Index", "Init",
     "Intervals",

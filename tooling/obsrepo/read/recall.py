@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import UsageError
 from ..format.reduce import Obs, merge_map, retracted_ids, survivor
 from ..index.reducer_rows import CANDIDATES, load_policies, special_rows
+from .contested import of_entities
 from .query import QueryRequest, run_query, where_matching
 from .scope import ReadScope
 
@@ -86,9 +87,11 @@ def recall(scope: ReadScope, request: RecallRequest) -> dict[str, Any]:
     snapshots = [s for s in reduced if s["snapshot"]]  # deleted, or nothing left in view: no facts to cite
     family = _families([s["entity_id"] for s in snapshots], merges)
     belief_rows, belief_total = _belief_rows(scope, family, [o["id"] for o in relevant["observations"]])
+    disputes = of_entities(scope, [s["entity_id"] for s in snapshots])
     commits = _commits(scope, {_first(p) for s in snapshots for p in s["provenance"].values()}
-                       | {cited for row in belief_rows for cited in row[3]})
-    entities = [_entity_item(s, commits) for s in snapshots]
+                       | {cited for row in belief_rows for cited in row[3]}
+                       | {c["observation_id"] for d in disputes.values() for c in d["challengers"]})
+    entities = [_entity_item(s, commits, disputes) for s in snapshots]
     beliefs = _belief_items(belief_rows, commits)
     observations = [_observation_item(o) for o in relevant["observations"]]
     sections = [
@@ -205,17 +208,29 @@ def _value(value: Any) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS - 1] + "…"
 
 
-def _entity_item(snap: dict[str, Any], commits: dict[str, str], keep: int | None = None) -> _Item:
-    """The entity's heading and one line per field (the first `keep` fields by name)."""
+def _entity_item(snap: dict[str, Any], commits: dict[str, str], disputes: dict[tuple[str, str], dict[str, Any]],
+                 keep: int | None = None) -> _Item:
+    """The entity's heading and one line per field (the first `keep` fields by name); a contested
+    field (docs/design.md §19) says so, with each challenger's value, source and citation: never
+    printed as settled."""
     fields, lines = [], [f"### {snap['entity_id']}"]
     for name in sorted(snap["snapshot"])[:keep]:
         observation_id = _first(snap["provenance"][name])
         commit = commits[observation_id]
-        fields.append({"field": name, "value": snap["snapshot"][name], "observation_id": observation_id, "commit": commit})
-        lines.append(f"- {_inline(json.dumps(name, ensure_ascii=False)[1:-1])}: {_value(snap['snapshot'][name])} "
+        entry = {"field": name, "value": snap["snapshot"][name], "observation_id": observation_id, "commit": commit}
+        contest = disputes.get((snap["entity_id"], name))
+        dispute = ""
+        if contest is not None:
+            entry["contested"] = [{"observation_id": c["observation_id"], "value": c["value"], "source": c["source"],
+                                   "commit": commits[c["observation_id"]]} for c in contest["challengers"]]
+            dispute = " (contested: " + "; ".join(
+                f"{_value(c['value'])} from {_inline(c['source'])}, {_cite(c['observation_id'], c['commit'])}"
+                for c in entry["contested"]) + ")"
+        fields.append(entry)
+        lines.append(f"- {_inline(json.dumps(name, ensure_ascii=False)[1:-1])}: {_value(snap['snapshot'][name])}{dispute} "
                      f"— {_cite(observation_id, commit)}")
     return _Item(lines, {"entity_id": snap["entity_id"], "fields": fields},
-                 None if keep is not None else lambda n: _entity_item(snap, commits, n))
+                 None if keep is not None else lambda n: _entity_item(snap, commits, disputes, n))
 
 
 def _belief_rows(scope: ReadScope, family: tuple[str, ...], relevant: list[str]) -> tuple[list[tuple], int]:

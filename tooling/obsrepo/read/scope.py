@@ -172,6 +172,7 @@ class ReadScope:
               for table in _BY_ROW_ID),
             # reduced over every tenant at build time: nothing of it is a bound caller's to read
             f"CREATE TEMP VIEW entity_snapshots AS SELECT * FROM {stored}.entity_snapshots WHERE FALSE",
+            f"CREATE TEMP VIEW contested_fields AS SELECT * FROM {stored}.contested_fields WHERE FALSE",
         ]))
 
     def move_to(self, at_commit: str) -> None:

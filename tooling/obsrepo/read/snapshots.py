@@ -10,6 +10,7 @@ from datetime import timezone
 from typing import Any
 
 from ..errors import NotFoundError
+from ..format.contested import DEFAULT_WINDOW, contested_map, entity_contests, parse_window
 from ..format.reduce import merge_map, reduce_entity, retracted_ids, survivor
 from ..index.reducer_rows import CANDIDATES, PLAIN_ROW, all_policies, commit_instant, load_policies, plain_obs
 from ..times import format_timestamp
@@ -58,8 +59,13 @@ def _reduce(scope: ReadScope, entity: str, as_of: str | None, explain: bool) -> 
     if not any(o.entity in family for o in observations.values()) and not _ever_known(scope, entity):
         raise NotFoundError(f"entity '{entity}' does not exist", code="ENTITY_NOT_FOUND", entity=entity)
     policies = load_policies(scope.git, scope.at_commit, target.split("/", 1)[0])
-    return reduce_entity(entity, observations.values(), policies, as_of=as_of, at_commit=scope.at_commit, explain=explain,
-                         valid_at=commit_instant(scope.git, scope.at_commit))
+    valid_at = commit_instant(scope.git, scope.at_commit)
+    result = reduce_entity(entity, observations.values(), policies, as_of=as_of, at_commit=scope.at_commit,
+                           explain=explain, valid_at=valid_at)
+    # the fields two sources dispute (docs/design.md §19, the default window), from the same candidates
+    result["contested"] = contested_map(entity_contests(entity, observations.values(), policies,
+                                                        parse_window(DEFAULT_WINDOW), as_of=as_of, valid_at=valid_at))
+    return result
 
 
 def _stored(scope: ReadScope, entity: str, target: str) -> dict[str, Any] | None:
@@ -78,6 +84,11 @@ def _stored(scope: ReadScope, entity: str, target: str) -> dict[str, Any] | None
               "valid_at": commit_instant(scope.git, scope.at_commit), "deleted": deleted}
     if target != entity:
         result["merged_from"] = entity
+    contested: dict[str, list[str]] = {}
+    for field, challenger in scope.rows("SELECT field, challenger_observation_id FROM contested_fields "
+                                        "WHERE entity_id = ? ORDER BY rowid", [target]):
+        contested.setdefault(field, []).append(challenger)
+    result["contested"] = contested
     return result
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import UsageError
 from ..ops import (
     Belief,
+    Contested,
     Diff,
     Entities,
     Facets,
@@ -51,6 +52,7 @@ TIMELINE_LIMIT = 100
 RECENT = 10
 NEIGHBOURHOOD_HOPS = 2
 NEIGHBOURS_SHOWN = 24  # the first by id (a busy entity reaches hundreds)
+FIELDS_DISPUTED = 1000  # the contests of one entity asked at once: every field it has, in practice
 # what the entity page lists of a long list (a busy entity's fields have thousands of candidates,
 # 880 KB of page, and its relations hundreds): the first, in the answer's order (a field's
 # strongest candidates first); the rest are counted, and every one is in the JSON twin
@@ -125,7 +127,10 @@ def entity(session: Session, ask: Ask) -> Answer:
                    "neighbourhood": run(session, Related(name, hops=NEIGHBOURHOOD_HOPS, at=ask.at,
                                                          limit=NEIGHBOURS_SHOWN)).to_json(),
                    "timeline": run(session, Timeline(entity=name, limit=TIMELINE_LIMIT, at=ask.at)).to_json()}
-    return Answer("entity.html", {**answers, "shown": SHOWN}, answers)
+        # the fields two sources dispute, with both values and sources (docs/design.md §19)
+        disputes = run(session, Contested(entities=(name,), at=ask.at, limit=FIELDS_DISPUTED)).to_json()["contests"] \
+            if snapshot.get("contested") else []
+    return Answer("entity.html", {**answers, "shown": SHOWN, "contests": {c["field"]: c for c in disputes}}, answers)
 
 
 def history(session: Session, ask: Ask) -> Answer:
