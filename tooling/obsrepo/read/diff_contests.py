@@ -3,15 +3,21 @@ the change touches, each side's rows as `diff` read them (so within the caller's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..format.contested import DEFAULT_WINDOW, entity_contests, parse_window
-from ..format.reduce import survivor
+from ..format.reduce import Obs, survivor
 from ..gitstore import Git
 from ..index.reducer_rows import commit_instant, load_policies
 
-if TYPE_CHECKING:
-    from .diff import Side
+
+class Side(Protocol):
+    """What of one side of `diff` (read/diff.py `Side`) its contests are read from."""
+
+    sha: str
+    merges: dict[str, str]
+    special: list[Obs]
+    families: dict[str, list[Obs]]
 
 
 def opened_and_closed(git: Git, touched: set[str], base: Side, head: Side) -> dict[str, list[dict[str, Any]]]:
