@@ -66,32 +66,31 @@ def clone(repo: str, into: str) -> str:
     return target
 
 
-def bench(repo: str, args: argparse.Namespace) -> list[tuple[str, int | None, dict[str, float]]]:
+def bench(repo: str, args: argparse.Namespace) -> None:
+    """Measure and print, row by row (a long run may be stopped), the table for one repository."""
     env = {**os.environ, "OBSREPO_NO_CACHE": "1"}
     obsrepo = [sys.executable, "-m", "obsrepo"]
-    rows = []
+    count = documents(repo)
+    print(f"\n{repo}: {count} documents\n")
+    print("| | workers | CPU µs/doc | of which sys | × floor CPU | wall s | peak MB |")
+    print("|---|---|---|---|---|---|---|", flush=True)
     for _ in range(args.runs):
-        rows.append(("floor", None, measured(["sh", "-c", FLOOR], repo, env, None)))
+        floor = measured(["sh", "-c", FLOOR], repo, env, None)
+        row("floor", None, floor, floor, count)
         for workers in args.workers:
             if "check" in args.only:
-                rows.append(("check", workers, measured(obsrepo + ["check", "--format", "json"], repo, env, workers,
-                                                        ok=(0, 1))))
+                row("check", workers, measured(obsrepo + ["check", "--format", "json"], repo, env, workers,
+                                               ok=(0, 1)), floor, count)
             if "index" in args.only:
                 shutil.rmtree(os.path.join(repo, ".obsrepo"), ignore_errors=True)
-                rows.append(("index --full", workers, measured(obsrepo + ["index", "--full"], repo, env, workers,
-                                                               ok=(0, 1))))
-    return rows
+                row("index --full", workers, measured(obsrepo + ["index", "--full"], repo, env, workers, ok=(0, 1)),
+                    floor, count)
 
 
-def table(name: str, count: int, rows: list[tuple[str, int | None, dict[str, float]]]) -> None:
-    floor = min(r["user"] + r["sys"] for what, _, r in rows if what == "floor")
-    print(f"\n{name}: {count} documents")
-    print(f"| | workers | CPU µs/doc | of which sys | × floor CPU | wall s | peak MB |")
-    print("|---|---|---|---|---|---|---|")
-    for what, workers, r in rows:
-        cpu = r["user"] + r["sys"]
-        print(f"| {what} | {workers or ''} | {cpu / count * 1e6:.0f} | {r['sys'] / count * 1e6:.0f} | "
-              f"{cpu / max(floor, 1e-9):.1f} | {r['wall']:.1f} | {r['peak']:.0f} |", flush=True)
+def row(what: str, workers: int | None, r: dict[str, float], floor: dict[str, float], count: int) -> None:
+    cpu = r["user"] + r["sys"]
+    print(f"| {what} | {workers or ''} | {cpu / count * 1e6:.0f} | {r['sys'] / count * 1e6:.0f} | "
+          f"{cpu / max(floor['user'] + floor['sys'], 1e-9):.1f} | {r['wall']:.1f} | {r['peak']:.0f} |", flush=True)
 
 
 def main() -> None:
@@ -108,7 +107,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-cpu-") as tmp:
         for given in args.repos:
             repo = clone(given, args.clone_into or tmp)
-            table(given, documents(repo), bench(repo, args))
+            bench(repo, args)
 
 
 if __name__ == "__main__":

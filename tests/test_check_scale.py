@@ -388,3 +388,19 @@ def test_documents_git_vouches_for_are_read_from_its_objects_not_opened_one_by_o
         assert contents == {item.path: (repo.path / item.path).read_bytes() for item in items}
         assert len(opened) == expected, opened
     assert repo.check().issues == []
+
+
+def test_the_documents_a_check_keeps_whole_share_their_values_and_drop_what_only_their_own_rules_read() -> None:
+    """A quarter of a tree names others (relations) and is kept whole for the repository rules:
+    what each holds is what a check of a million documents holds beyond their compact facts."""
+    from obsrepo.format.analyze import analyze
+    from obsrepo.gate.whole import slim
+
+    shared: dict[Any, Any] = {}
+    first, second = (slim(analyze(doc.path, str(doc).encode()).facts, shared) for doc in (
+        observation(obs_id(n), entity="company/acme-unit", tenant={"org": "northwind"},
+                    relations=[{"type": "PART_OF", "target": "company/acme"}]) for n in (1, 2)))
+    assert first["tenant"] is second["tenant"] and first["entity"] is second["entity"]
+    assert first["relations"][0] is second["relations"][0] and first["relations"] == [["PART_OF", "company/acme"]]
+    assert not {"hash", "content_class", "declared_class"} & first.keys()
+    assert set(first["loc"]) == {"id", "relations_items"}, first["loc"]  # the empty lists of the others dropped
