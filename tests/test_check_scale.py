@@ -357,3 +357,50 @@ def test_a_base_whose_documents_git_converts_is_listed_and_asked_whole(repo: Rep
     results.append(repo.check("--base", "main"))
     assert len({(r.returncode, r.proc.stdout) for r in results}) == 1, results
     assert [rule for _code, rule, _path in results[0].issues] == ["git-attributes"], results[0]
+
+
+def test_documents_git_vouches_for_are_read_from_its_objects_not_opened_one_by_one(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a million small files costs, without the page cache, several times what one
+    `git cat-file` reading them from the pack does: `check` of everything reads the documents
+    git's index vouches for from git's objects (a few of them from disk), byte for byte the same."""
+    from obsrepo.gate import sources
+    from obsrepo.gitstore import Git
+
+    repo.add(*(observation(obs_id(n), entity=f"company/c{n}") for n in range(1, 101)))
+    repo.commit("many")
+    edited = observation(obs_id(7), entity="company/c7", event="edited in the work tree")
+    repo.add(edited)
+    opened: list[str] = []
+
+    def counting(path: str, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(path))
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(sources, "open", counting, raising=False)
+    # every document: none opened; a dozen (fewer than a read asks git for): opened, but the one
+    # read (and hashed) while listing, since git does not vouch for it
+    for count, expected in ((None, 0), (12, 11)):
+        source = sources.worktree_in_git(Git(str(repo.path)))
+        items = source.listed[:count]
+        opened.clear()
+        contents = dict((item.path, data) for item, data in source.read(items))
+        assert contents == {item.path: (repo.path / item.path).read_bytes() for item in items}
+        assert len(opened) == expected, opened
+    assert repo.check().issues == []
+
+
+def test_the_documents_a_check_keeps_whole_share_their_values_and_drop_what_only_their_own_rules_read() -> None:
+    """A quarter of a tree names others (relations) and is kept whole for the repository rules:
+    what each holds is what a check of a million documents holds beyond their compact facts."""
+    from obsrepo.format.analyze import analyze
+    from obsrepo.gate.whole import slim
+
+    shared: dict[Any, Any] = {}
+    first, second = (slim(analyze(doc.path, str(doc).encode()).facts, shared) for doc in (
+        observation(obs_id(n), entity="company/acme-unit", tenant={"org": "northwind"},
+                    relations=[{"type": "PART_OF", "target": "company/acme"}]) for n in (1, 2)))
+    assert first["tenant"] is second["tenant"] and first["entity"] is second["entity"]
+    assert first["relations"][0] is second["relations"][0] and first["relations"] == [["PART_OF", "company/acme"]]
+    assert not {"hash", "content_class", "declared_class"} & first.keys()
+    assert set(first["loc"]) == {"id", "relations_items"}, first["loc"]  # the empty lists of the others dropped

@@ -42,10 +42,26 @@ def names_others(facts: Document | None) -> bool:
                 or facts.get("reclassify"))
 
 
-def slim(facts: Document) -> Document:
-    """A kept document's facts without what only its own rules read (the locations of every field)."""
+_OWN_ONLY = frozenset(("hash", "content_class", "declared_class"))  # an observation's, read before it is kept
+
+
+def slim(facts: Document, shared: dict[Any, Any] | None = None) -> Document:
+    """A kept document's facts without what only its own rules read (the locations of every
+    field, an observation's content hash and classes), its entity, tenant and relations the
+    same objects as every other kept document's that holds equal ones (`shared`): a quarter of
+    a tree names others, and each kept dict is what a check holds per document beyond its
+    compact facts."""
+    share = (shared if shared is not None else {}).setdefault
     where = facts["loc"]
-    return {**facts, "loc": {key: where[key] for key in _LOCATIONS if key in where}}
+    kept = {key: value for key, value in facts.items() if key not in _OWN_ONLY} \
+        if facts["kind"] == "observation" else dict(facts)
+    kept["loc"] = {key: where[key] for key in _LOCATIONS if where.get(key)}  # `judge.loc` reads none as (1, 1)
+    if facts["kind"] == "observation":
+        tenant = facts["tenant"]
+        kept["tenant"] = share(("tenant", *sorted(tenant.items())), tenant)
+        kept["entity"] = share(facts["entity"], facts["entity"])
+        kept["relations"] = [share(("relation", kind, target), [kind, target]) for kind, target in facts["relations"]]
+    return kept
 
 
 @dataclass
@@ -76,6 +92,7 @@ def stream_tree(source: Source, cache: AnalysisCache, store: FactsStore,
     kept: dict[str, Analysis] = {}
     known: list[tuple[str, Compact]] = []
     own: list[Issue] = []
+    shared: dict[Any, Any] = {}
     for item, analysis, fresh in _documents(source, cache, progress):
         own.extend(analysis.issues)
         own.extend(place(item.path, analysis))
@@ -85,7 +102,7 @@ def stream_tree(source: Source, cache: AnalysisCache, store: FactsStore,
         known.append((item.path, store.learn(key, facts) if fresh else store.compact(facts)))
         if names_others(facts):
             assert facts is not None
-            kept[item.path] = Analysis(analysis.kind, [], slim(facts))
+            kept[item.path] = Analysis(analysis.kind, [], slim(facts, shared))
     known.sort(key=lambda pair: pair[0])
     return Streamed(kept, known, own, cache.missed)
 
