@@ -426,8 +426,17 @@ def test_a_watcher_whose_index_folder_becomes_a_file_exits_with_index_error(make
         while not (folder / "index.duckdb.watch.json").exists():
             assert time.monotonic() < deadline and proc.poll() is None, "the watcher never made its first update"
             time.sleep(0.05)
-        subprocess.run(["rm", "-rf", str(folder)], check=True)
-        folder.write_text("a file where the index's folder was")
+        # the watcher may make the folder again between the removal and the write: the file takes
+        # its place by a rename, tried again until it lands on an empty path
+        placed = tmp_path / "a-file"
+        placed.write_text("a file where the index's folder was")
+        while True:
+            subprocess.run(["rm", "-rf", str(folder)], check=True)
+            try:
+                os.rename(placed, folder)
+                break
+            except OSError:
+                assert time.monotonic() < deadline + 20, "the folder kept coming back"
         _out, err = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
