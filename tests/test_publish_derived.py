@@ -128,3 +128,25 @@ def test_a_bound_publish_holds_only_pairs_and_contests_of_what_it_sees(published
         assert theirs not in dumped, theirs
     unbound = json.dumps(read_pyiceberg(repo, "obsrepo"), default=str)
     assert "person/k3" in unbound and obs_id(7) in unbound  # b's pair and contest exist, unbound
+
+
+def test_a_contest_the_head_withholds_leaves_every_seq(make_repo: Any, tmp_path: Path) -> None:
+    """Retention (§8b): an expired challenger's contest row and its withdrawal leave no trace."""
+    repo = make_repo()
+    catalog_env(repo, tmp_path / "catalog")
+    repo.write("schemas/retention.yaml", "spec: retention/v1\npolicies:\n  - {type: chat.line, ttl: 30d}\n")
+    chat = obs_id(1, "2026-02-01T00:00:00Z")
+    repo.add(observation(chat, type="chat.line", entity="company/acme", fields={"name": "Acme chat"}, source="agent/chat"),
+             observation(obs_id(2, "2026-02-01T01:00:00Z"), entity="company/acme", fields={"name": "Acme"},
+                         source="agent/crm"))
+    repo.env["GIT_COMMITTER_DATE"] = "2026-02-02T00:00:00+00:00"
+    repo.commit("one")
+    publish(repo)
+    assert chat in json.dumps(read_pyiceberg(repo, "obsrepo")["contested_fields"])
+    repo.env["GIT_COMMITTER_DATE"] = "2026-03-10T00:00:00+00:00"  # the chat line has expired
+    last = repo.commit("two", allow_empty=True)
+    assert publish(repo)["erased"] == [chat]
+    for reader in (read_pyiceberg, read_duckdb):
+        tables = reader(repo, "obsrepo")
+        assert chat not in json.dumps(tables, default=str) and "Acme chat" not in json.dumps(tables, default=str)
+        assert published_as_of(tables, 2) == asked(repo, last)
