@@ -17,7 +17,8 @@ from helpers import Repo, obs_id, observation
 pyiceberg = pytest.importorskip("pyiceberg")
 
 ACME = "company/acme"
-TABLES = ("observations", "observation_removals", "observation_fields", "relations", "entity_snapshots", "commits")
+TABLES = ("observations", "observation_removals", "observation_fields", "relations", "entity_snapshots",
+          "identity_candidates", "contested_fields", "commits")
 
 
 def catalog_env(repo: Repo, folder: Path, name: str = "local") -> None:

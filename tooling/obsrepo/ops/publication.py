@@ -22,7 +22,8 @@ from .session import Session
 from .values import Ceiling
 
 DEFAULT_CEILING = "internal"
-DATA_TABLES = ("observations", "observation_removals", "observation_fields", "relations", "entity_snapshots")
+DATA_TABLES = ("observations", "observation_removals", "observation_fields", "relations", "entity_snapshots",
+               "identity_candidates", "contested_fields")
 TABLES = (*DATA_TABLES, "commits")  # the order of the appends: `commits` last
 
 # One vocabulary: a published table that mirrors a table of the index (docs/reference/tables.md,
@@ -32,13 +33,18 @@ MIRRORS = {"observations": ("observations", ("repo", "added_seq")),
            "observation_fields": ("observation_fields", ("repo", "added_seq")),
            "relations": ("relations", ("repo", "added_seq")),
            "entity_snapshots": ("snapshots", ("repo", "from_seq", "merged_into")),
+           "identity_candidates": ("identity_candidates", ("repo", "from_seq", "withdrawn")),
+           "contested_fields": ("contested_fields", ("repo", "from_seq", "withdrawn")),
            "commits": ("commits", ("repo", "parent", "published_at"))}
 # the column of each table that names an observation: `id` where a row is one, as in the index
 OBSERVATION_COLUMN = {"observations": "id", "observation_removals": "observation_id",
                       "observation_fields": "observation_id", "relations": "observation_id"}
+# the JSON column of a table whose rows cite observations: a row citing an erased one leaves
+CITING = {"entity_snapshots": "provenance", "identity_candidates": "evidence"}
 # the column that says at which seq a table's row appeared
 SEQ_COLUMN = {"observations": "added_seq", "observation_removals": "removed_seq", "observation_fields": "added_seq",
-              "relations": "added_seq", "entity_snapshots": "from_seq", "commits": "seq"}
+              "relations": "added_seq", "entity_snapshots": "from_seq", "identity_candidates": "from_seq",
+              "contested_fields": "from_seq", "commits": "seq"}
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,7 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
     commits are written: every one, or, under a binding, those that add or remove an
     observation the binding sees (§8b), what the others changed falling to the next one."""
     from ..read import publication as read
+    from ..read import publication_derived as derived
     from ..read.publication_snapshots import Snapshots
 
     if decided.base is None:
@@ -193,9 +200,12 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
         read_commits.append((key, commit, set(change.appeared) | change.left))
         before = after
     held_back = read.held_back(scope) if new else 0  # at the last commit, before the scope moves
+    now = derived.derived(scope)
+    held: derived.Derived = {}
     if decided.base is not None:  # what the published head held of the entities the new commits reduce
         scope.move_to(decided.base)
         snapshots.ask(decided.first_seq - 1, base, snapshots.every_asked(), stored=decided.base in indexed)
+        held = derived.derived(scope)
     erased = withheld - read.listed_among(scope, withheld)  # the last commit's state is the one kept
     written = [(key, commit) for key, commit, ids in read_commits if not bound or ids - erased]
     if not written:  # under a binding, nothing it sees changed: the published head stays where it is
@@ -212,6 +222,8 @@ def _rows(scope: Any, repo: str, rev: str, decided: Plan, new: list[Any], chain:
                                                               if key in landing]))
     changed = snapshots.changed(list(renumber), decided.first_seq - 1, seqs, lambda snap: bool(erased) and cites(snap[1], erased))
     parts["entity_snapshots"].append(read.snapshots(repo, changed))
+    for name, table in derived.changed(repo, max(seqs.values()), held, now).items():  # derived at the last commit
+        parts[name].append(table)
     parts["commits"] = _commit_rows(repo, written, seqs, chain, bound, decided.base)
     tables = {name: _without(name, _concat(name, tables), erased) for name, tables in parts.items()}
     return PublicationRows(repo, rev, "publish", tuple(seqs.values()), tables, decided.rebased, tuple(sorted(erased)),
@@ -282,9 +294,13 @@ def _without(name: str, table: Any, erased: set[str]) -> Any:
 
     if not erased or name == "commits" or not table.num_rows:
         return table
-    if name == "entity_snapshots":
-        keep = [not cites(text, erased) for text in table.column("provenance").to_pylist()]
+    if name in CITING:
+        keep = [not cites(text, erased) for text in table.column(CITING[name]).to_pylist()]
         return table.filter(pa.array(keep, pa.bool_()))
+    if name == "contested_fields":
+        ids = pa.array(sorted(erased), pa.string())
+        return table.filter(pc.invert(pc.or_(pc.is_in(table.column("winner_observation_id"), ids),
+                                             pc.is_in(table.column("challenger_observation_id"), ids))))
     column = table.column(OBSERVATION_COLUMN[name])
     return table.filter(pc.invert(pc.is_in(column, pa.array(sorted(erased), pa.string()))))
 

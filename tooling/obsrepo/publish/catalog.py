@@ -12,10 +12,15 @@ from ..errors import PublishFault
 from ..ops.publication import OBSERVATION_COLUMN, SEQ_COLUMN, cites
 from .faults import first_line, reason_of
 
+# the columns of `contested_fields` that name an observation
+CONTESTS = ("winner_observation_id", "challenger_observation_id")
+
 # the columns a publish reads of a table it finds, before it knows the rows it appends
 READ_COLUMNS = {name: ("repo", column, *(("sha",) if name == "commits" else ()),
                        *(("entity_id", "provenance", "deleted") if name == "entity_snapshots" else ()),
-                       *((OBSERVATION_COLUMN[name],) if name in OBSERVATION_COLUMN else ()))
+                       *((OBSERVATION_COLUMN[name],) if name in OBSERVATION_COLUMN else ()),
+                       *(("entity_a", "entity_b", "evidence") if name == "identity_candidates" else ()),
+                       *(CONTESTS if name == "contested_fields" else ()))
                 for name, column in SEQ_COLUMN.items()}
 
 # recorded on every table: a publish with another binding or ceiling into the namespace is refused
@@ -124,6 +129,13 @@ def gone_rows(table: Any, name: str, repo: str, head: int, erased: tuple[str, ..
     if erased and name == "entity_snapshots":
         parts.extend(where.And(where.EqualTo("entity_id", e), where.EqualTo("from_seq", s))
                      for e, s in _citing(table, mine, erased))
+    elif erased and name == "identity_candidates":
+        held = table.scan(row_filter=mine, selected_fields=("entity_a", "entity_b", "from_seq", "evidence")).to_arrow()
+        parts.extend(where.And(where.And(where.EqualTo("entity_a", row["entity_a"]), where.EqualTo("entity_b", row["entity_b"])),
+                               where.EqualTo("from_seq", row["from_seq"]))
+                     for row in held.to_pylist() if cites(row["evidence"], erased))
+    elif erased and name == "contested_fields":
+        parts.extend(where.In(column, erased) for column in CONTESTS)
     elif erased and name in OBSERVATION_COLUMN:
         parts.append(where.In(OBSERVATION_COLUMN[name], erased))
     if not parts:
