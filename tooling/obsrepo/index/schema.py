@@ -9,6 +9,16 @@ from .columns import COMP_VERSIONS, OBS_KEYS, OBS_VERSIONS, OBSERVATION, RECORD_
 FORMAT_VERSION = "13"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
 
+# what the reference page of the tables says of a table beyond its columns (tools/docs_reference.py)
+DESCRIPTIONS = {
+    "field_intervals": "valid-time intervals (docs/design.md §19) at the indexed commit over every tenant's "
+                       "observations, for each entity that a period touches (one of its candidates, or of an entity "
+                       "merged into it, wrote `valid`): a row per interval, exactly what `obsrepo intervals` prints "
+                       "(`valid_until` NULL: open; `observation_id`: the winner, a merged array's first contributor). "
+                       "An entity without any period has no rows: its values change only at its observations' "
+                       "timestamps (`history`, `snapshot --as-of`)",
+}
+
 TABLES = f"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
 CREATE TABLE commits (
