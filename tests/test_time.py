@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import Repo, observation
+from helpers import Repo, hermetic, observation
 from obsrepo.mcp.tools import all_tools
 from obsrepo.ops import Session
 
@@ -123,3 +123,28 @@ def test_permuted_files_give_byte_identical_intervals(make_repo: Callable[..., R
         text = other.obsrepo("intervals", "contract/c1").stdout
         outputs.append(text.replace(other.sha(), "C"))
     assert outputs[0] == outputs[1]
+
+
+def test_the_entity_page_lists_each_fields_periods(repo: Repo, make_repo: Callable[..., Repo]) -> None:
+    pytest.importorskip("starlette")
+    from inspector_asgi import get, inspector
+    from obsrepo.ops import Binding
+
+    with hermetic(repo.env):
+        status, _, body = get(inspector(Session(str(repo.path))), "/entity/contract/c1")
+        assert status == 200
+        said = " ".join(body.split())
+        periods = said[said.index("<h2>Periods</h2>"):said.index("<h2>Challengers</h2>")]
+        assert "2026-03-01T00:00:00Z" in periods and "2026-04-01T00:00:00Z" in periods and "open" in periods
+        assert "obs-20260202-000000-0003" in periods and "999" in periods  # globex's May price
+        bound = " ".join(get(inspector(Session(str(repo.path), binding=Binding.of(NORTHWIND))),
+                             "/entity/contract/c1")[2].split())
+        periods = bound[bound.index("<h2>Periods</h2>"):bound.index("<h2>Challengers</h2>")]
+        assert "obs-20260201-000000-0002" in periods and "80" in periods
+        assert "999" not in periods and "obs-20260202-000000-0003" not in periods and "2026-05-01" not in periods
+    plain = make_repo("plain")
+    plain.add(DOCS[0])
+    plain.commit("no period")
+    with hermetic(plain.env):
+        status, _, body = get(inspector(Session(str(plain.path))), "/entity/contract/c1")
+        assert status == 200 and "<h2>Snapshot</h2>" in body and "Periods" not in body

@@ -194,8 +194,9 @@ def tables_page() -> str:
     for table, column, data_type, nullable, kind in described:
         if table != current:
             heading = "view" if kind == "VIEW" else "table"
-            if table in identity_table.DESCRIPTIONS:
-                heading += f": {identity_table.DESCRIPTIONS[table]}"
+            described_as = {**schema.DESCRIPTIONS, **identity_table.DESCRIPTIONS}
+            if table in described_as:
+                heading += f": {described_as[table]}"
             lines.append(f"\n## `{table}`\n\n{heading}\n\n| column | type | null |\n|---|---|---|\n")
             current = table
         lines.append(f"| `{column}` | {code(data_type)} | {'' if nullable == 'NO' else 'yes'} |\n")

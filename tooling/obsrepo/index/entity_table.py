@@ -7,7 +7,8 @@ reduces everything (those change other entities' snapshots). Either way the tabl
 full build's (tested). Snapshots here are over every tenant's observations: what an unbound
 caller sees (`sql` is refused to a bound one). The `contested_fields` table (docs/design.md §19,
 the default window) follows the same entities: a contest depends only on an entity's family's
-rows, the special rows, the policies and the commit's time, as its snapshot does.
+rows, the special rows, the policies and the commit's time, as its snapshot does; so do the
+`field_intervals` table's rows (`interval_table`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ COLUMNS = ["entity_id", "entity_type", "snapshot", "provenance", "observation_co
 
 def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
     from ..format.reduce import merge_map, retracted_ids, survivor
+    from .interval_table import refresh_intervals
     from .reducer_rows import CANDIDATES, all_policies, commit_instant, special_rows
     from .sqlreduce import reduce_all
 
@@ -44,7 +46,9 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
                            valid_at=valid_at)
         con.execute("DELETE FROM entity_snapshots")
         con.execute("DELETE FROM contested_fields")
+        con.execute("DELETE FROM field_intervals")
         _contests(con, special, policies, valid_at, "TRUE", [], None)
+        refresh_intervals(con, CURRENT, special, policies, None)
     else:
         merges = merge_map(special, retracted_ids(special))
         survivors = {survivor(e, merges) for e in affected}
@@ -55,8 +59,11 @@ def refresh_snapshots(git: Git, con: Any, target: str, result: Any) -> None:
                     [sorted(survivors | affected)])
         con.execute("DELETE FROM contested_fields WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))",
                     [sorted(survivors | affected)])
+        con.execute("DELETE FROM field_intervals WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [sorted(survivors | affected)])
         _contests(con, special, policies, valid_at, "o.entity IN (SELECT unnest(?::VARCHAR[]))", [family],
                   sorted(survivors))
+        refresh_intervals(con, CURRENT, special, policies, sorted(survivors))
     from .rows import insert_rows
 
     rows = [{"entity_id": s["entity_id"], "entity_type": s["entity_type"], "snapshot": _json(s["snapshot"]),

@@ -6,8 +6,18 @@ the first-parent chain of the indexed commit, each visible at commit sequence nu
 from ..format.vocabulary import CLASSIFICATION_RANK  # noqa: F401 - re-exported
 from .columns import COMP_VERSIONS, OBS_KEYS, OBS_VERSIONS, OBSERVATION, RECORD_COLUMNS, column_list, ddl
 
-FORMAT_VERSION = "12"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
+FORMAT_VERSION = "13"  # bump on any change to TABLES or VIEWS: an index of another format is rebuilt
 NOW = 2147483647  # removed_seq of what is present at the indexed commit
+
+# what the reference page of the tables says of a table beyond its columns (tools/docs_reference.py)
+DESCRIPTIONS = {
+    "field_intervals": "valid-time intervals (docs/design.md §19) at the indexed commit over every tenant's "
+                       "observations, for each entity that a period touches (one of its candidates, or of an entity "
+                       "merged into it, wrote `valid`): a row per interval, exactly what `obsrepo intervals` prints "
+                       "(`valid_until` NULL: open; `observation_id`: the winner, a merged array's first contributor). "
+                       "An entity without any period has no rows: its values change only at its observations' "
+                       "timestamps (`history`, `snapshot --as-of`)",
+}
 
 TABLES = f"""
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
@@ -42,6 +52,13 @@ CREATE TABLE entity_snapshots (  -- at the indexed commit, over every tenant (se
 CREATE TABLE contested_fields (
     entity_id VARCHAR NOT NULL, field VARCHAR NOT NULL, winner_observation_id VARCHAR NOT NULL,
     challenger_observation_id VARCHAR NOT NULL
+);
+-- valid-time intervals (docs/design.md §19) at the indexed commit, over every tenant, of the entities
+-- a period touches: what `obsrepo intervals` prints, a row per interval; valid_until NULL is open
+-- (see interval_table)
+CREATE TABLE field_intervals (
+    entity_id VARCHAR NOT NULL, field VARCHAR NOT NULL, valid_from TIMESTAMP NOT NULL, valid_until TIMESTAMP,
+    value_json JSON NOT NULL, observation_id VARCHAR NOT NULL
 );
 -- feedback folded at the indexed commit, over every tenant (see weights)
 CREATE TABLE observation_weights (observation_id VARCHAR NOT NULL, weight DOUBLE NOT NULL, feedback_count INTEGER NOT NULL);

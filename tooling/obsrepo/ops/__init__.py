@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .registry import OPERATIONS, Answer, Operation, run
     from .review import Check, CheckDocument, Diff, Index
     from .session import Session
-    from .time import Contested, Contests, Intervals
+    from .time import Contested, Contests, Intervals, periods
     from .values import Binding, Ceiling, Destination, Moment, Page, ProposalBranch, Rev, WorkTree, destination
     from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relate, Retract
 
@@ -95,6 +95,7 @@ _WHERE = {
     "WorkTree": "values",
     "destination": "values",
     "init": "adopt",
+    "periods": "time",
     "run": "registry",
 }
 _OPERATION_MODULES = ("reads", "entities", "beliefs", "review", "writes", "publication", "embedding", "adopt", "recall", "identity", "time")
@@ -122,5 +123,5 @@ __all__ = [
     "Observations", "Operation", "Overview", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
     "Recall", "Reclassify", "Relate", "Related",
     "Relations", "Retention", "Retract", "Rev", "Session", "Show", "Snapshot", "Sql", "Status", "Timeline", "WorkTree",
-    "destination", "init", "run",
+    "destination", "init", "periods", "run",
 ]

@@ -4,7 +4,7 @@ asked of the index at one commit, within the caller's binding."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from ..format.contested import DEFAULT_WINDOW
 from .fields import At, EntityId, EntityType, Field, Limit, MaxClassification, Offset, moment, text_field
@@ -39,6 +39,15 @@ def intervals(session: Session, request: Intervals) -> FieldIntervals:
     at = session.at(request.at)
     return FieldIntervals(session.read(lambda scope: spans(scope, request.entity, tuple(request.fields)), at,
                                        ceiling=ceiling, stems=at is not None))
+
+
+def periods(session: Session, entity: str, at: str | None = None) -> dict[str, Any] | None:
+    """`intervals` of an entity (its JSON) when one of its candidates wrote `valid`, None when none
+    did: the inspector's entity page shows periods only where there are some (docs/design.md §19)."""
+    from ..read.time import periods as spans
+
+    rev = session.at(at)
+    return session.read(lambda scope: spans(scope, entity), rev, stems=rev is not None)
 
 
 Window = Annotated[str, Field("How far apart two effective `from`s may lie and still speak of the same time: <n>s, <n>m, "

@@ -173,6 +173,7 @@ class ReadScope:
             # reduced over every tenant at build time: nothing of it is a bound caller's to read
             f"CREATE TEMP VIEW entity_snapshots AS SELECT * FROM {stored}.entity_snapshots WHERE FALSE",
             f"CREATE TEMP VIEW contested_fields AS SELECT * FROM {stored}.contested_fields WHERE FALSE",
+            f"CREATE TEMP VIEW field_intervals AS SELECT * FROM {stored}.field_intervals WHERE FALSE",
         ]))
 
     def move_to(self, at_commit: str) -> None:

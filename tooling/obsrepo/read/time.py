@@ -35,6 +35,23 @@ def intervals(scope: ReadScope, entity: str, fields: tuple[str, ...] = ()) -> di
     """`{entity_id, at_commit, fields: [{field, intervals: [{from, until, value, observation_id,
     commit, rule}]}]}` by field, then `from` (§19); `until: null` is open."""
     target, observations = family_observations(scope, entity)
+    return _answer(scope, entity, target, observations, fields)
+
+
+def periods(scope: ReadScope, entity: str) -> dict[str, Any] | None:
+    """`intervals` of the entity when one of its candidates (its own observations and those of the
+    entities merged into it, within the binding) wrote `valid`; None when none did."""
+    target, observations = family_observations(scope, entity)
+    gone = retracted_ids(observations)
+    merges = merge_map(observations, gone)
+    if not any(o.entity is not None and o.id not in gone and (o.valid_from or o.valid_until)
+               and survivor(o.entity, merges) == target for o in observations):
+        return None
+    return _answer(scope, entity, target, observations, ())
+
+
+def _answer(scope: ReadScope, entity: str, target: str, observations: list[Obs],
+            fields: tuple[str, ...]) -> dict[str, Any]:
     policies = load_policies(scope.git, scope.at_commit, target.split("/", 1)[0])
     answer = field_intervals(entity, observations, policies, fields or None)
     winners = sorted({i for f in answer["fields"] for span in f["intervals"]

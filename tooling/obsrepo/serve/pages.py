@@ -42,6 +42,7 @@ from ..ops import (
     Snapshot,
     Status,
     Timeline,
+    periods,
     run,
 )
 
@@ -130,7 +131,10 @@ def entity(session: Session, ask: Ask) -> Answer:
         # the fields two sources dispute, with both values and sources (docs/design.md §19)
         disputes = run(session, Contested(entities=(name,), at=ask.at, limit=FIELDS_DISPUTED)).to_json()["contests"] \
             if snapshot.get("contested") else []
-    return Answer("entity.html", {**answers, "shown": SHOWN, "contests": {c["field"]: c for c in disputes}}, answers)
+        # valid-time intervals, only where a candidate wrote a period (docs/design.md §19)
+        spans = periods(session, name, ask.at)
+    return Answer("entity.html", {**answers, "shown": SHOWN, "contests": {c["field"]: c for c in disputes},
+                                  "periods": spans}, answers)
 
 
 def history(session: Session, ask: Ask) -> Answer:
