@@ -96,8 +96,7 @@ def test_a_missing_model_says_what_a_model_folder_is_and_how_to_bring_one(make_r
     for folder in (tmp_path / "absent", write_model(tmp_path / "partial")):
         if folder.exists():
             (folder / "tokenizer.json").unlink()
-        proc = subprocess.run([sys.executable, "-m", "obsrepo", "embed", "info", "--embedder", f"model2vec:{folder}", "x"],
-                              cwd=repo.path, env=repo.env, capture_output=True, text=True, check=False)
+        proc = repo.obsrepo("embed", "info", "--embedder", f"model2vec:{folder}", "x")
         assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.stderr
         (line,) = proc.stderr.strip().splitlines()
         assert str(folder) in line and all(name in line for name in LAYOUT), line

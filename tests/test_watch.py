@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -431,7 +432,7 @@ def test_a_watcher_whose_index_folder_becomes_a_file_exits_with_index_error(make
         placed = tmp_path / "a-file"
         placed.write_text("a file where the index's folder was")
         while True:
-            subprocess.run(["rm", "-rf", str(folder)], check=True)
+            shutil.rmtree(folder, ignore_errors=True)
             try:
                 os.rename(placed, folder)
                 break

@@ -209,6 +209,11 @@ def options_of(request: type, names: Names | None = None) -> Callable[[Any], Any
     return attach
 
 
+def offered(request: type, *fields: str) -> Names:
+    """`names` that offer only `fields` of `request` (the others are the command's own)."""
+    return {f.name: None for f in dataclasses.fields(request) if f.name not in fields}
+
+
 def values_of(request: type, names: Names | None, given: dict[str, Any]) -> dict[str, Any]:
     """The values of `options_of(request, names)` taken out of a command's `given` arguments."""
     return {p.field: _value(p, given.pop(p.field)) for p in parameters(request, names)}

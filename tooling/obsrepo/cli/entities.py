@@ -4,23 +4,13 @@ relations, related, timeline, history; each declared by its request (declare.py)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
-
-import click
 
 from ..ops import Answer, Entities, Find, History, Observations, Provenance, Related, Relations, Snapshot, Timeline
 from .declare import command, flag
 from .errors import _emit_json
-from .options import json_or_text, read_options
+from .options import json_default, json_or_text, read_options
 
 DIRECTIONS = ("in", "out", "both")  # the command line's spellings (seed 003's inbound and outbound are MCP's)
-
-
-def json_default(text_help: str) -> Callable[[Any], Any]:
-    """`--format` of a command whose answer is JSON by default."""
-    return click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
-                        help=f"json: {text_help}")
 
 
 def generic(answer: Answer, output_format: str) -> str | None:

@@ -106,3 +106,8 @@ def _paged(func: Callable) -> Callable:
         func = option(func)
     return func
 
+
+def json_default(text_help: str) -> Callable[[Any], Any]:
+    """`--format` of a command whose answer is JSON by default."""
+    return click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
+                        help=f"json: {text_help}")

@@ -6,18 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import click
-
 from ..ops import Answer, Contested, Intervals
 from .declare import command
 from .errors import _emit_json
-from .options import read_options
-
-interval_format = click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json",
-                               show_default=True, help="json: the intervals object; text: one line per interval.")
+from .options import json_default, read_options
 
 
-@command(Intervals, names={"fields": "--field"}, options=(interval_format, read_options),
+@command(Intervals, names={"fields": "--field"}, options=(json_default("the intervals object; text: one line per interval."),
+                                                             read_options),
          examples=("obsrepo intervals contract/c1", "obsrepo intervals contract/c1 --field price --format text",
                    "obsrepo intervals contract/c1 --at HEAD~3"))
 def intervals(answer: Answer, output_format: str) -> str | None:
@@ -47,12 +43,8 @@ def _text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-contest_format = click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json",
-                              show_default=True, help="json: the contests object; text: one line per contest.")
-
-
 @command(Contested, names={"entities": "--entity", "entity_type": "--type", "scopes": "--scope"},
-         options=(contest_format, read_options),
+         options=(json_default("the contests object; text: one line per contest."), read_options),
          examples=("obsrepo contested", "obsrepo contested --type contract --window 2h --format text",
                    "obsrepo contested --entity contract/c1 --as-of 2026-03-15 --at HEAD~3"))
 def contested(answer: Answer, output_format: str) -> str | None:

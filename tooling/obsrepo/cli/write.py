@@ -13,6 +13,7 @@ from .. import errors
 from ..ops import Answer, Binding, Correct, Merge, Relate, Retract, Session, destination, run
 from ..ops.surface import parse_field
 from .app import main
+from .declare import offered, options_of
 from .errors import _emit_json, handled
 from .options import FORMATS, examples
 
@@ -61,8 +62,7 @@ def render_written(answer: Answer, output_format: str) -> int:
 @click.option("--reason", required=True, help="Why the value is wrong (one line; it goes into the event).")
 @click.option("--allow-type-change", is_flag=True,
               help="Accept a VALUE of another JSON type than the field's current value (a number as text, say).")
-@click.option("--valid-from", metavar="TIME", help="The right value holds from this instant (default: the correction's timestamp).")
-@click.option("--valid-until", metavar="TIME", help="The right value holds until this instant, excluded (default: open).")
+@options_of(Correct, offered(Correct, "valid_from", "valid_until"))
 @write_options
 @handled
 def correct(entity: str, field: str, value: str, reason: str, allow_type_change: bool, valid_from: str | None,

@@ -21,7 +21,7 @@ JsonValue = str | int | float | bool | None | list[Any] | dict[str, Any]
 
 
 ValidFrom = Annotated[str | int | None, moment(
-    "Valid time: the facts hold from this instant (docs/design.md §19; default: the observation's timestamp)")]
+    "Valid time: the facts hold from this instant (default: the observation's timestamp)")]
 ValidUntil = Annotated[str | int | None, moment("Valid time: the facts hold until this instant, excluded (default: open)")]
 
 
