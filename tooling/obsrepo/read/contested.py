@@ -24,21 +24,10 @@ def contests(scope: ReadScope, window_seconds: int, *, entities: tuple[str, ...]
     special = scope.special()
     merges = merge_map(special, retracted_ids(special))
     where, params = "o.entity IS NOT NULL", list[Any]()
-    wanted: list[str] = []
-    wanted_params: list[Any] = []
     if entities:
-        survivors = sorted({survivor(e, merges) for e in entities})
-        family = sorted({e for e in merges if survivor(e, merges) in survivors} | set(survivors))
-        where, params = entity_clause(family)
-        wanted.append("eid IN (SELECT unnest(?::VARCHAR[]))")
-        wanted_params.append(survivors)
-    if entity_type is not None:
-        wanted.append(f"split_part(eid, '/', 1) = {literal(entity_type)}")
-    if scopes:
-        about = scope.rows("SELECT DISTINCT o.entity FROM visible AS o WHERE o.entity IS NOT NULL "
-                           "AND list_has_any(o.scope, ?::VARCHAR[])", [list(scopes)])
-        wanted.append("eid IN (SELECT unnest(?::VARCHAR[]))")
-        wanted_params.append(sorted({survivor(e, merges) for (e,) in about}))
+        survivors = {survivor(e, merges) for e in entities}
+        where, params = entity_clause(sorted({e for e in merges if survivor(e, merges) in survivors} | survivors))
+    wanted, wanted_params = _asked(scope, merges, "eid", entities, entity_type, scopes)
     return contests_all(scope.con, CANDIDATES.format(relation="visible", where=where), params, special,
                         all_policies(scope.git, scope.at_commit), window_seconds, as_of=as_of,
                         valid_at=commit_instant(scope.git, scope.at_commit),
@@ -65,18 +54,8 @@ def _stored(scope: ReadScope, limit: int, offset: int, *, entities: tuple[str, .
     the winners' and challengers' observations of that page, read by id."""
     special = scope.special()
     merges = merge_map(special, retracted_ids(special))
-    clauses, params = ["TRUE"], list[Any]()
-    if entities:
-        clauses.append("entity_id IN (SELECT unnest(?::VARCHAR[]))")
-        params.append(sorted({survivor(e, merges) for e in entities}))
-    if entity_type is not None:
-        clauses.append(f"split_part(entity_id, '/', 1) = {literal(entity_type)}")
-    if scopes:
-        about = scope.rows("SELECT DISTINCT o.entity FROM visible AS o WHERE o.entity IS NOT NULL "
-                           "AND list_has_any(o.scope, ?::VARCHAR[])", [list(scopes)])
-        clauses.append("entity_id IN (SELECT unnest(?::VARCHAR[]))")
-        params.append(sorted({survivor(e, merges) for (e,) in about}))
-    where = " AND ".join(clauses)
+    clauses, params = _asked(scope, merges, "entity_id", entities, entity_type, scopes)
+    where = " AND ".join(clauses) or "TRUE"
     keys = f"SELECT DISTINCT entity_id, field FROM contested_fields WHERE {where}"
     total = scope.one(f"SELECT count(*) FROM ({keys})", params)[0]
     rows = scope.rows(f"SELECT f.entity_id, f.field, f.winner_observation_id, f.challenger_observation_id "
@@ -113,3 +92,23 @@ def of_entities(scope: ReadScope, entities: list[str]) -> dict[tuple[str, str], 
     else:
         found = contests(scope, parse_window(DEFAULT_WINDOW), entities=tuple(entities))
     return {(c["entity_id"], c["field"]): c for c in found}
+
+
+def _asked(scope: ReadScope, merges: dict[str, str], column: str, entities: tuple[str, ...], entity_type: str | None,
+           scopes: tuple[str, ...]) -> tuple[list[str], list[Any]]:
+    """The clauses (and their parameters) on `column`, an entity's survivor, that keep the
+    entities asked for: named (by any name merged into them), of a type, or about a scope by a
+    visible observation."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if entities:
+        clauses.append(f"{column} IN (SELECT unnest(?::VARCHAR[]))")
+        params.append(sorted({survivor(e, merges) for e in entities}))
+    if entity_type is not None:
+        clauses.append(f"split_part({column}, '/', 1) = {literal(entity_type)}")
+    if scopes:
+        about = scope.rows("SELECT DISTINCT o.entity FROM visible AS o WHERE o.entity IS NOT NULL "
+                           "AND list_has_any(o.scope, ?::VARCHAR[])", [list(scopes)])
+        clauses.append(f"{column} IN (SELECT unnest(?::VARCHAR[]))")
+        params.append(sorted({survivor(e, merges) for (e,) in about}))
+    return clauses, params
