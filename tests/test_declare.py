@@ -16,7 +16,12 @@ from obsrepo.ops import OPERATIONS
 from obsrepo.ops.fields import Field
 
 DECLARED = ("query", "show", "sql", "status", "snapshot", "provenance", "entities", "find", "observations", "relations",
-            "related", "timeline", "history")
+            "related", "timeline", "history", "retention", "comprehensions", "recall", "diff", "check", "index",
+            "correct", "retract", "relate", "merge", "distinct", "feedback", "reclassify", "comprehend")
+# fields a command fills itself or offers under other options: a query vector (library and MCP
+# callers), a write's destination (--commit, --branch), check's folder and progress bar
+NOT_OFFERED = {"embedding", "destination", "cwd", "progress", "timestamp", "check"}
+SAID_OTHERWISE = {"reason", "outcome", "allow_type_change", "observation", "effect"}  # the command's own words
 
 
 def _field_meta(request: type, name: str) -> Field:
@@ -31,20 +36,23 @@ def test_every_declared_command_offers_its_request_as_the_request_says() -> None
         command = main.commands[name]
         by_field = {p.name: p for p in command.params}
         for field in dataclasses.fields(request):
-            if field.name == "embedding":  # a query vector is for library and MCP callers
-                assert field.name not in by_field
+            if field.name in NOT_OFFERED:
+                assert field.name not in by_field, (name, field.name)
                 continue
             param = by_field[field.name]  # the parameter is named as its field: errors rename by it
             meta = _field_meta(request, field.name)
             if isinstance(param, click.Argument):
-                assert field.default is dataclasses.MISSING, (name, field.name)
+                assert param.required == (field.default is dataclasses.MISSING), (name, field.name)
                 continue
             assert param.help, (name, field.name)
-            if field.name != "overlay" and not param.is_flag:
+            assert param.required == (field.default is dataclasses.MISSING), (name, field.name)
+            if field.name in SAID_OTHERWISE:
+                continue
+            if field.name != "overlay" and not param.is_flag and not param.required:
                 assert param.default == field.default, (name, field.name)
             if meta.choices and isinstance(param.type, click.Choice):
                 assert set(param.type.choices) <= set(meta.choices), (name, field.name)
-            if meta.description and field.name not in ("overlay", "types", "scopes"):
+            if meta.description and field.name not in ("overlay", "types", "scopes", "entities"):
                 assert param.help.split(":")[0] == meta.description.split(":")[0].replace("`text`", "--text"), \
                     (name, field.name, param.help)
 
@@ -91,3 +99,18 @@ def test_an_error_names_the_generated_flag(repo, monkeypatch) -> None:
     assert done.exit_code == 2 and '"parameter": "--limit"' in done.output, done.output
     done = CliRunner().invoke(main, ["timeline", "--after", "soon", "--format", "json"])
     assert done.exit_code == 2 and '"parameter": "--after"' in done.output, done.output
+
+
+def test_a_statement_writes_where_commit_and_branch_say_and_its_renderer_sets_the_exit_code(repo, monkeypatch) -> None:
+    _committed(repo, monkeypatch)
+    runner = CliRunner()
+    done = runner.invoke(main, ["relate", "company/acme", "PART_OF", "company/acme", "--branch", "b"])
+    assert done.exit_code == 2 and "--commit" in done.output, done.output  # a branch is named only for a commit
+    done = runner.invoke(main, ["retract", "obs-20260101-090000-0001", "--format", "json"])
+    assert done.exit_code == 2 and "--reason" in done.output  # a required option, not a positional argument
+    done = runner.invoke(main, ["retract", "obs-20260101-090000-0001", "--reason", "wrong", "--commit", "--branch", "p/x",
+                                "--source", "human/r", "--format", "json"])
+    assert done.exit_code == 0 and '"branch": "p/x"' in done.output, done.output
+    assert runner.invoke(main, ["diff", "HEAD", "HEAD", "--format", "json"]).exit_code == 0
+    repo.write("observations/bad.md", "not a document")
+    assert runner.invoke(main, ["check"]).exit_code == 1

@@ -13,20 +13,20 @@ from ..errors import UsageError
 from ..ops import Binding, Check, Session, destination, run
 from ..ops.surface import CLASSIFICATIONS, DEFAULT_CLASSIFICATION, option_timestamp, parse_field, read_json_input, read_text
 from .app import main
+from .declare import Exit, Supplied, argument, command
 from .errors import handled
 from .options import FORMATS, _progress_bar, examples
 
 
-@main.command(epilog=examples("obsrepo check", "obsrepo check observations/2026/02/13/obs-20260213-102500-0001.md",
-                              "obsrepo check --base origin/main --format github", "obsrepo check --staged"))
-@click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--base", metavar="REV", help="Also refuse changes to existing observations since REV (its merge base with HEAD), "
-                                            "commit by commit.")
-@click.option("--staged", is_flag=True, help="Check what is staged for the next commit against HEAD (for pre-commit).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="text: one line per problem; json: one report object; github: annotations for GitHub Actions.")
-@handled
-def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format: str) -> int:
+@command(Check, names={"paths": argument(), "cwd": Supplied(lambda _: os.getcwd()),
+                       "progress": Supplied(lambda _: _progress_bar("checking"))},
+         options=(click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text",
+                               show_default=True,
+                               help="text: one line per problem; json: one report object; github: annotations for GitHub Actions."),),
+         door=lambda _: Session(os.getcwd()),
+         examples=("obsrepo check", "obsrepo check observations/2026/02/13/obs-20260213-102500-0001.md",
+                   "obsrepo check --base origin/main --format github", "obsrepo check --staged"))
+def check(checked: Any, output_format: str) -> Exit:
     """Validate documents and repository rules; exit 1 on problems.
 
     Checks every document of the work tree (or only PATHS, though the repository rules always
@@ -36,11 +36,10 @@ def check(paths: tuple[str, ...], base: str | None, staged: bool, output_format:
     """
     from .render import render_report
 
-    checked = run(Session(os.getcwd()), Check(paths, base, staged, os.getcwd(), _progress_bar("checking")))
     render_report(checked.report, output_format)
     if os.environ.get("OBSREPO_DEBUG") and checked.report.read is not None:  # what the facts cache saved
         click.echo(f"obsrepo check: read {checked.report.read} of {checked.report.checked} documents", err=True)
-    return errors.EXIT_OK if checked.ok else errors.EXIT_PROBLEMS
+    return Exit(errors.EXIT_OK if checked.ok else errors.EXIT_PROBLEMS)
 
 
 @main.command(epilog=examples(
@@ -101,8 +100,10 @@ def new(json_input: str | None, output_format: str, as_commit: bool, branch: str
     writer = Binding.of(front["tenant"] if options["tenant"] and json_input is None else None)  # --tenant binds the writer
     request = New(front, body, destination(as_commit, branch), valid_from=options["valid_from"],
                   valid_until=options["valid_until"])
-    written = run(Session(os.getcwd(), binding=writer), request)
-    return render_written(written, output_format)
+    text = render_written(run(Session(os.getcwd(), binding=writer), request), output_format)
+    if text is not None:
+        click.echo(text)
+    return errors.EXIT_OK
 
 
 def _front_from_flags(options: dict[str, Any]) -> tuple[dict[str, Any], str]:

@@ -3,14 +3,11 @@ that may be the same, and the declaration that two are not (`merge` declares tha
 
 from __future__ import annotations
 
-import click
-
-from ..ops import Answer, Distinct, Identities, run
-from .app import main
-from .declare import command
-from .errors import _emit_json, handled
-from .options import examples, json_or_text, read_options
-from .write import render_written, write_options, writer
+from ..ops import Answer, Distinct, Identities
+from .declare import argument, command, required
+from .errors import _emit_json
+from .options import json_or_text, read_options
+from .write import WRITE_OPTIONS, render_written, statement
 
 
 @command(Identities, names={"entity_type": "--type"}, options=(json_or_text, read_options),
@@ -41,20 +38,14 @@ def identities(answer: Answer, output_format: str) -> str | None:
     return "\n".join(lines)
 
 
-@main.command(epilog=examples('obsrepo distinct person/jon-smith person/john-smith --reason "Father and son"',
-                              'obsrepo distinct company/acme company/acme-labs --reason "Two companies" --commit'))
-@click.argument("entity", metavar="A")
-@click.argument("other", metavar="B")
-@click.option("--reason", required=True, help="Why they are not the same (one line; it goes into the event).")
-@write_options
-@handled
-def distinct(entity: str, other: str, reason: str, as_commit: bool, branch: str | None, source: str | None,
-             tenant: str | None, output_format: str) -> int:
+@command(Distinct, names=statement({
+    "entity": argument("A"), "other": argument("B"),
+    "reason": required(help_text="Why they are not the same (one line; it goes into the event).")}),
+    options=WRITE_OPTIONS, examples=('obsrepo distinct person/jon-smith person/john-smith --reason "Father and son"',
+                                     'obsrepo distinct company/acme company/acme-labs --reason "Two companies" --commit'))
+def distinct(answer: Answer, output_format: str) -> str | None:
     """Declare A and B distinct (DISTINCT_FROM): the pair leaves `identities` for good.
 
     `check` then refuses a merge of the two (rule identity-conflict), also through a chain of merges.
     """
-    from ..ops import destination
-
-    request = Distinct(entity, other, reason, source, destination(as_commit, branch))
-    return render_written(run(writer(tenant), request), output_format)
+    return render_written(answer, output_format)

@@ -2,35 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from .. import errors
-from ..ops import Index, run
+from ..ops import Index
 from ..ops.surface import plural, vectors_line
 from .app import main
+from .declare import Exit, Supplied, command
 from .errors import _emit_json, handled
 from .options import FORMATS, _progress_bar, embedder_option, examples, index_option, read_options, session
 
 
-@main.command("index", epilog=examples("obsrepo index", "obsrepo index --rev v1.2 --index /tmp/v1.duckdb", "obsrepo index --full --strict"))
-@click.option("--rev", default=None, metavar="REV", help="The commit to index (default HEAD).")
-@click.option("--full", is_flag=True, help="Rebuild from scratch instead of updating.")
-@click.option("--strict", is_flag=True, help="Exit 1 (and keep the previous index) if history holds invalid documents.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress and no warnings.")
-@index_option
-@embedder_option
-@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-              help="text: a summary on stderr; json: the result (commit, counts, problems) on stdout.")
-@handled
-def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_path: str | None, embedder: str | None,
-                  output_format: str) -> int:
+def _indexing(given: dict[str, Any]) -> Any:
+    """The progress bar of `index`: none when quiet or answering JSON."""
+    return None if given["quiet"] or given["output_format"] == "json" else _progress_bar("indexing", keep=True)
+
+
+@command(Index, name="index", names={"progress": Supplied(_indexing)},
+         options=(click.option("--quiet", "-q", is_flag=True, help="No progress and no warnings."), index_option,
+                  embedder_option,
+                  click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
+                               help="text: a summary on stderr; json: the result (commit, counts, problems) on stdout.")),
+         examples=("obsrepo index", "obsrepo index --rev v1.2 --index /tmp/v1.duckdb", "obsrepo index --full --strict"))
+def index_command(built: Any, quiet: bool, output_format: str, request: Index) -> Exit:
     """Build or update the index from git objects at REV.
 
     The other commands do this themselves when the index is missing or behind HEAD; run it to
     see the warnings about invalid documents in history, or in CI with --strict.
     """
-    progress = None if quiet or output_format == "json" else _progress_bar("indexing", keep=True)
-    result = run(session(index_path, embedder=embedder), Index(rev, full, strict, progress)).result
+    result = built.result
     if output_format == "json":
         _emit_json(result.as_dict())
     elif not quiet:
@@ -43,7 +45,7 @@ def index_command(rev: str | None, full: bool, strict: bool, quiet: bool, index_
                    f"{plural(result.added, 'document version')} added, {result.removed} removed", err=True)
         if result.semantic is not None:
             click.echo(vectors_line(result.semantic), err=True)
-    return errors.EXIT_PROBLEMS if strict and result.problems else errors.EXIT_OK
+    return Exit(errors.EXIT_PROBLEMS if request.strict and result.problems else errors.EXIT_OK)
 
 
 @main.command(epilog=examples("obsrepo watch", "obsrepo watch --committed-only", "obsrepo watch --debounce 50 --max-wait 500"))

@@ -7,24 +7,22 @@ import json
 import click
 
 from .. import errors
-from ..ops import Diff, Session, run
+from ..ops import Answer, Diff
 from ..ops.surface import write_replacing
-from .app import main
-from .errors import _emit_json, handled
-from .options import examples, read_options, read_session
+from .declare import Exit, argument, command
+from .errors import _emit_json
+from .options import read_options
 
 
-@main.command(epilog=examples("obsrepo diff", "obsrepo diff main HEAD --format markdown", "obsrepo diff HEAD~1 HEAD --format json",
-                              'gh pr create --body "$(obsrepo diff --format markdown main HEAD)"'))
-@click.argument("base", required=False)
-@click.argument("head", required=False)
-@click.option("--format", "output_format", type=click.Choice(["text", "markdown", "json"]), default="text",
-              show_default=True, help="text: for a terminal; markdown: a pull request body or job summary; json: one object.")
-@click.option("--output", "output_file", metavar="PATH", help="Also write the JSON report to PATH.")
-@read_options
-@handled
-@read_session
-def diff(base: str | None, head: str | None, output_format: str, output_file: str | None, door: Session) -> int:
+@command(Diff, names={"base": argument(), "head": argument(), "check": None},
+         options=(click.option("--format", "output_format", type=click.Choice(["text", "markdown", "json"]), default="text",
+                               show_default=True,
+                               help="text: for a terminal; markdown: a pull request body or job summary; json: one object."),
+                  click.option("--output", "output_file", metavar="PATH", help="Also write the JSON report to PATH."),
+                  read_options),
+         examples=("obsrepo diff", "obsrepo diff main HEAD --format markdown", "obsrepo diff HEAD~1 HEAD --format json",
+                   'gh pr create --body "$(obsrepo diff --format markdown main HEAD)"'))
+def diff(answer: Answer, output_format: str, output_file: str | None) -> Exit:
     """What BASE..HEAD changes in the truth, entity by entity.
 
     HEAD defaults to HEAD; BASE to the merge base of HEAD with the default branch
@@ -35,7 +33,7 @@ def diff(base: str | None, head: str | None, output_format: str, output_file: st
     nothing, what retractions withdraw, relations, comprehension edits, and what
     `check --base BASE` refuses in the change (then the exit code is 1).
     """
-    result = run(door, Diff(base, head)).to_json()
+    result = answer.to_json()
     if output_file:
         write_replacing(output_file, (json.dumps(result, ensure_ascii=False) + "\n").encode("utf-8"))
     if output_format == "json":
@@ -44,5 +42,5 @@ def diff(base: str | None, head: str | None, output_format: str, output_file: st
         from .diff_render import render_markdown, render_text
 
         click.echo(render_markdown(result) if output_format == "markdown" else render_text(result), nl=output_format == "text")
-    return errors.EXIT_OK if result["valid"] else errors.EXIT_PROBLEMS
+    return Exit(errors.EXIT_OK if result["valid"] else errors.EXIT_PROBLEMS)
 

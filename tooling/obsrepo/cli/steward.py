@@ -1,5 +1,6 @@
 """Commands of stewardship and beliefs (docs/design.md §14): feedback, reclassify, retention,
-export, comprehend, comprehensions. Arguments → one library call → render → exit code."""
+export, comprehend, comprehensions; each declared by its request (declare.py) but export, which
+writes a stream."""
 
 from __future__ import annotations
 
@@ -9,76 +10,61 @@ from typing import Any
 import click
 
 from .. import errors
-from ..ops import Comprehend, Comprehensions, Export, Feedback, Query, Reclassify, Retention, Session, destination, run
-from ..ops.surface import CLASSIFICATIONS, CONFIDENCES, FEEDBACK_OUTCOMES, plural
+from ..ops import Answer, Comprehend, Comprehensions, Export, Feedback, Query, Reclassify, Retention, Session, run
+from ..ops.surface import plural
 from .app import main
-from .declare import flag, options_of, values_of
+from .declare import argument, command, flag, options_of, required, values_of
 from .errors import _emit_json, handled
-from .options import _progress_bar, examples, json_or_text, read_options, read_session
-from .write import branch_option, commit_option, render_written, write_options, writer
+from .options import FORMATS, _progress_bar, examples, json_or_text, read_options, read_session
+from .write import DESTINATION, WRITE_OPTIONS, render_written, statement
 
 
-@main.command(epilog=examples("obsrepo feedback obs-20260213-102500-0001 --outcome accepted --session s-42",
-                              "obsrepo feedback obs-20260213-102500-0001 --outcome misleading --commit --format json"))
-@click.argument("observation_id", metavar="OBS_ID")
-@click.option("--outcome", type=click.Choice(FEEDBACK_OUTCOMES), required=True,
-              help="How the observation served: accepted raises its weight, the others lower it.")
-@click.option("--session", help="The session the outcome comes from.")
-@write_options
-@handled
-def feedback(observation_id: str, outcome: str, session: str | None, as_commit: bool, branch: str | None,
-             source: str | None, tenant: str | None, output_format: str) -> int:
+@command(Feedback, names=statement({
+    "target": argument("OBS_ID"), "timestamp": None,
+    "outcome": required(help_text="How the observation served: accepted raises its weight, the others lower it.")}),
+    options=WRITE_OPTIONS, examples=("obsrepo feedback obs-20260213-102500-0001 --outcome accepted --session s-42",
+                                     "obsrepo feedback obs-20260213-102500-0001 --outcome misleading --commit --format json"))
+def feedback(answer: Answer, output_format: str) -> str | None:
     """Write a feedback observation on OBS_ID (work tree, or a commit with --commit).
 
     The index folds feedback into a weight per observation (an exponential moving average,
     starting at 1.0) that ranks `query --text`. The feedback is in your tenant, else the target's.
     """
-    request = Feedback(observation_id, outcome, session, source, None, destination(as_commit, branch))
-    return render_written(run(writer(tenant), request), output_format)
+    return render_written(answer, output_format)
 
 
-@main.command(epilog=examples("obsrepo reclassify obs-20260213-102500-0001 --to restricted",
-                              'obsrepo reclassify obs-1 obs-2 --to confidential --reason "holds a customer\'s card number" --commit'))
-@click.argument("ids", nargs=-1, required=True, metavar="IDS...")
-@click.option("--to", "classification", type=click.Choice(CLASSIFICATIONS), required=True, help="The new level.")
-@click.option("--reason", help="Why (the new document's body).")
-@write_options
-@handled
-def reclassify(ids: tuple[str, ...], classification: str, reason: str | None, as_commit: bool, branch: str | None,
-               source: str | None, tenant: str | None, output_format: str) -> int:
+@command(Reclassify, names=statement({"targets": argument("IDS..."), "classification": required("--to")}),
+         options=WRITE_OPTIONS,
+         examples=("obsrepo reclassify obs-20260213-102500-0001 --to restricted",
+                   'obsrepo reclassify obs-1 obs-2 --to confidential --reason "holds a customer\'s card number" --commit'))
+def reclassify(answer: Answer, output_format: str) -> str | None:
     """Raise the classification of IDS with a new reclassify observation.
 
     Classifications only go up: the effective level is the most restrictive of the declared
     one, the content rules and every reclassify document.
     """
-    request = Reclassify(tuple(ids), classification, reason, source, destination(as_commit, branch))
-    return render_written(run(writer(tenant), request), output_format)
+    return render_written(answer, output_format)
 
 
-@main.command(epilog=examples("obsrepo retention", "obsrepo retention --at v1.2 --format json"))
-@click.option("--at", metavar="REV", help="The repository as it was at REV.")
-@click.option("--limit", type=int, default=50, show_default=True, help="At most this many of each list (1..1000).")
-@json_or_text
-@read_options
-@handled
-@read_session
-def retention(at: str | None, limit: int, output_format: str, door: Session) -> int:
+@command(Retention, options=(json_or_text, read_options),
+         examples=("obsrepo retention", "obsrepo retention --at v1.2 --format json"))
+def retention(answer: Answer, output_format: str) -> str | None:
     """What schemas/retention.yaml has expired at REV, and what expires next.
 
     An observation expires when the commit's committer time reaches its timestamp plus the
     shortest ttl among the policies that match its type or effective classification.
     """
-    result = run(door, Retention(at, limit)).to_json()
+    result = answer.to_json()
     if output_format == "json":
         _emit_json(result)
-        return errors.EXIT_OK
+        return None
     policies = ", ".join(f"{p['type'] or '*'}/{p['classification'] or '*'} {p['ttl']}" for p in result["policies"]) or "none"
-    click.echo(f"at {result['at_commit'][:12]} ({result['committed_at']}); policies: {policies}")
+    lines = [f"at {result['at_commit'][:12]} ({result['committed_at']}); policies: {policies}"]
     for key, label in (("expired", "expired"), ("upcoming", "expires next")):
-        click.echo(f"{label}: {result[f'total_{key}']}")
-        for item in result[key]:
-            click.echo(f"  {item['expires_at']}  {item['id']}  {item['type'] or '-'}  {item['classification']}")
-    return errors.EXIT_OK
+        lines.append(f"{label}: {result[f'total_{key}']}")
+        lines += [f"  {item['expires_at']}  {item['id']}  {item['type'] or '-'}  {item['classification']}"
+                  for item in result[key]]
+    return "\n".join(lines)
 
 
 # the filters of `query` that export takes: no paging, order or ranking (it writes every match, oldest first)
@@ -119,23 +105,17 @@ def export(output_format: str, output: str | None, door: Session, **filters: Any
     return errors.EXIT_OK
 
 
-@main.command(epilog=examples(
-    "obsrepo comprehend comp-acme-payments --observation obs-20260213-102500-0001 --effect confirm",
-    'obsrepo comprehend comp-acme-payments --observation obs-2 --effect contradict --statement "Acme pays late"'))
-@click.argument("comprehension_id", metavar="COMP_ID")
-@click.option("--observation", required=True, metavar="OBS_ID", help="The observation that bears on the belief.")
-@click.option("--effect", type=click.Choice(["confirm", "contradict", "neutral"]), required=True,
-              help="What it does to the belief.")
-@click.option("--statement", help="The belief as it now stands (required to contradict).")
-@click.option("--reasoning", help="Why (default: which observation changed the confidence, from what to what).")
-@commit_option
-@branch_option
-@click.option("--tenant", metavar="org=…[,project=…]", help="Cite only observations of this tenant (or OBSREPO_TENANT).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: path, version and confidence (and commit); json: the same as an object.")
-@handled
-def comprehend(comprehension_id: str, observation: str, effect: str, statement: str | None, reasoning: str | None,
-               as_commit: bool, branch: str | None, tenant: str | None, output_format: str) -> int:
+@command(Comprehend, names={
+    "comprehension_id": argument("COMP_ID"), "destination": DESTINATION,
+    "observation": required(metavar="OBS_ID", help_text="The observation that bears on the belief."),
+    "effect": required(help_text="What it does to the belief.")},
+    options=(click.option("--tenant", metavar="org=…[,project=…]",
+                          help="Cite only observations of this tenant (or OBSREPO_TENANT)."),
+             click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
+                          help="text: path, version and confidence (and commit); json: the same as an object.")),
+    examples=("obsrepo comprehend comp-acme-payments --observation obs-20260213-102500-0001 --effect confirm",
+              'obsrepo comprehend comp-acme-payments --observation obs-2 --effect contradict --statement "Acme pays late"'))
+def comprehend(answer: Answer, output_format: str, request: Comprehend) -> str | None:
     """Write the next version of comprehension COMP_ID after one more observation.
 
     Confidence moves by one step: unknown→low (confirm or contradict), low→medium (confirm),
@@ -143,39 +123,27 @@ def comprehend(comprehension_id: str, observation: str, effect: str, statement: 
     Nothing is written when the observation is already cited. With --commit the version at the
     proposal branch's tip (else HEAD) gets the update, as one commit on that branch.
     """
-    request = Comprehend(comprehension_id, observation, effect, statement, reasoning, destination(as_commit, branch))
-    updated = run(writer(tenant), request).to_json()
+    updated = answer.to_json()
     if output_format == "json":
         _emit_json(updated)
-    elif updated["changed"]:
+        return None
+    if updated["changed"]:
         where = f" (commit {updated['commit'][:12]} on {updated['branch']})" if updated.get("commit") else ""
-        click.echo(f"{updated['path']}: version {updated['version']}, confidence {updated['previous_confidence']} → "
-                   f"{updated['confidence']}{where}")
-    else:
-        click.echo(f"{updated['path']}: already cites {observation}; unchanged (version {updated['version']})")
-    return errors.EXIT_OK
+        return (f"{updated['path']}: version {updated['version']}, confidence {updated['previous_confidence']} → "
+                f"{updated['confidence']}{where}")
+    return f"{updated['path']}: already cites {request.observation}; unchanged (version {updated['version']})"
 
 
-@main.command(epilog=examples("obsrepo comprehensions", "obsrepo comprehensions --domain customers/acme-corp --confidence high",
-                              'obsrepo comprehensions --text "payment terms" --format json'))
-@click.option("--domain", help="Only this domain.")
-@click.option("--confidence", type=click.Choice(CONFIDENCES), help="Only beliefs held with this confidence.")
-@click.option("--text", metavar="WORDS", help="Only beliefs whose topic, statements or body hold every word.")
-@click.option("--limit", type=int, default=50, show_default=True, help="At most this many (1..1000).")
-@click.option("--offset", type=int, default=0, help="Skip this many first.")
-@json_or_text
-@read_options
-@handled
-@read_session
-def comprehensions(domain: str | None, confidence: str | None, text: str | None, limit: int, offset: int,
-                   output_format: str, door: Session) -> int:
+@command(Comprehensions, options=(json_or_text, read_options),
+         examples=("obsrepo comprehensions", "obsrepo comprehensions --domain customers/acme-corp --confidence high",
+                   'obsrepo comprehensions --text "payment terms" --format json'))
+def comprehensions(answer: Answer, output_format: str) -> str | None:
     """Beliefs (comprehension documents) of the indexed commit, by id."""
-    result = run(door, Comprehensions(domain, confidence, text, limit, offset)).to_json()
+    result = answer.to_json()
     if output_format == "json":
         _emit_json(result)
-    elif not result["comprehensions"]:
-        click.echo("No comprehensions found.")
-    else:
-        for item in result["comprehensions"]:
-            click.echo(f"{item['id']} v{item['version']} [{item['confidence']}] {item['domain']}: {item['statement']}")
-    return errors.EXIT_OK
+        return None
+    if not result["comprehensions"]:
+        return "No comprehensions found."
+    return "\n".join(f"{item['id']} v{item['version']} [{item['confidence']}] {item['domain']}: {item['statement']}"
+                     for item in result["comprehensions"])

@@ -4,10 +4,11 @@ a local model, the one code path that downloads."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
 from ..errors import EmbedderFault, UsageError
+from .fields import Field, text_field
 from .registry import Answer, operation
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ class EmbedInfo:
     """The session's embedder: provider, fingerprint and dimensions; with `texts`, their vectors
     (a way to see that a model or a server answers as configured)."""
 
-    texts: tuple[str, ...] = field(default_factory=tuple)
+    texts: Annotated[tuple[str, ...], Field("Texts to embed (their vectors are shown).")] = ()
 
 
 class EmbedderState(Answer):
@@ -44,8 +45,8 @@ class EmbedPull:
     """Download the model2vec model `hub_id` (`owner/name` on the Hugging Face hub) into `to`
     (default `.obsrepo/models/<owner>--<name>` of the repository)."""
 
-    hub_id: str
-    to: str | None = None
+    hub_id: Annotated[str, text_field("owner/name on the Hugging Face hub, or wordllama:<model>_<dims>.", 256)]
+    to: Annotated[str | None, Field("Where to put it (default .obsrepo/models/<owner>--<name>).", placeholder="FOLDER")] = None
 
 
 class PulledModel(Answer):

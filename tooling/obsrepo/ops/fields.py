@@ -93,5 +93,6 @@ Offset = Annotated[int, Field("Skip this many first (the next page).", minimum=0
 EntityType = Annotated[str | None, text_field("Only entities of this type (the part before the slash).", 128)]
 MaxClassification = Annotated[str | None, Field("Leave out anything classified above this level.", choices=CLASSIFICATIONS)]
 Reason = Annotated[str, text_field("Why, in one line (it goes into the new observation's event).", 1000)]
+Source = Annotated[str | None, text_field("Who makes the statement (default human/<your git user name>).", 256)]
 
-__all__ = ["At", "EntityId", "EntityType", "Field", "Limit", "MaxClassification", "Offset", "Reason", "moment", "text_field"]
+__all__ = ["At", "EntityId", "EntityType", "Field", "Limit", "MaxClassification", "Offset", "Reason", "Source", "moment", "text_field"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from .fields import At, EntityId, EntityType, Field, Limit, Offset, Reason, moment
+from .fields import At, EntityId, EntityType, Field, Limit, Offset, Reason, Source, moment
 from .registry import Answer, operation
 from .session import Session
 from .values import Destination, Moment, Page, ProposalBranch
@@ -53,7 +53,7 @@ class Distinct:
     entity: EntityId
     other: EntityId
     reason: Reason
-    source: str | None = None
+    source: Source = None
     destination: Destination = ProposalBranch()
 
 

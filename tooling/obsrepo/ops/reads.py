@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from ..errors import UsageError
+from ..format.vocabulary import CONFIDENCES
+from ..params import MAX_LIMIT
 from .fields import At, Field, Limit, MaxClassification, Offset, moment, text_field
 from .registry import Answer, operation
 from .session import Session
@@ -225,11 +227,12 @@ def show(session: Session, request: Show) -> Shown:
 # -- beliefs, stewardship, the index ------------------------------------------------------------
 @dataclass(frozen=True)
 class Comprehensions:
-    domain: str | None = None
-    confidence: str | None = None
-    text: str | None = None
-    limit: int = 50
-    offset: int = 0
+    domain: Annotated[str | None, text_field("Only this domain.", 512)] = None
+    confidence: Annotated[str | None, Field("Only beliefs held with this confidence.", choices=CONFIDENCES)] = None
+    text: Annotated[str | None, Field("Only beliefs whose topic, statements or body hold every word.", min_length=1,
+                                      max_length=1024, placeholder="WORDS")] = None
+    limit: Limit = 50
+    offset: Offset = 0
 
 
 class Beliefs(Answer):
@@ -248,8 +251,8 @@ def comprehensions(session: Session, request: Comprehensions) -> Beliefs:
 
 @dataclass(frozen=True)
 class Retention:
-    at: str | None = None
-    limit: int = 50
+    at: At = None
+    limit: Annotated[int, Field(f"At most this many of each list (1..{MAX_LIMIT}).", minimum=1, maximum=MAX_LIMIT)] = 50
 
 
 class Expiry(Answer):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ..errors import UsageError
-from .fields import At, Field, text_field
+from .fields import At, Field, MaxClassification, text_field
 from .reads import Query, filters, meaning
 from .registry import operation
 from .session import Session
@@ -38,7 +38,7 @@ class Recall:
     budget: Annotated[int, Field(f"At most this many tokens, counted as characters / 4 ({MIN_BUDGET}..{MAX_BUDGET}).",
                                  minimum=MIN_BUDGET, maximum=MAX_BUDGET)] = DEFAULT_BUDGET
     at: At = None
-    max_classification: str | None = None
+    max_classification: MaxClassification = None
 
 
 @dataclass(frozen=True)

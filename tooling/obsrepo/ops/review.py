@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ..errors import UsageError
-from .fields import text_field
+from .fields import Field, text_field
 from .registry import Answer, operation
 from .session import Session
 
@@ -19,8 +19,9 @@ class Check:
     by commit. `paths` are relative to `cwd` (default the root)."""
 
     paths: tuple[str, ...] = ()
-    base: str | None = None
-    staged: bool = False
+    base: Annotated[str | None, Field("Also refuse changes to existing observations since REV (its merge base with HEAD), "
+                                      "commit by commit.", placeholder="REV")] = None
+    staged: Annotated[bool, Field("Check what is staged for the next commit against HEAD (for pre-commit).")] = False
     cwd: str | None = None
     progress: Callable[[int, int], None] | None = None
 
@@ -115,9 +116,9 @@ class Index:
     """Build or update the index to `rev` (default HEAD). With `strict`, invalid documents in
     history leave the previous index published."""
 
-    rev: str | None = None
-    full: bool = False
-    strict: bool = False
+    rev: Annotated[str | None, Field("The commit to index (default HEAD).", placeholder="REV")] = None
+    full: Annotated[bool, Field("Rebuild from scratch instead of updating.")] = False
+    strict: Annotated[bool, Field("Exit 1 (and keep the previous index) if history holds invalid documents.")] = False
     progress: Callable[[int, int], None] | None = None
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from ..format.vocabulary import COMPREHENSION_EFFECTS, COMPREHENSION_ID, FEEDBACK_OUTCOMES
-from .fields import EntityId, Field, Reason, moment, text_field
+from ..format.vocabulary import CLASSIFICATIONS, COMPREHENSION_EFFECTS, COMPREHENSION_ID, FEEDBACK_OUTCOMES
+from .fields import EntityId, Field, Reason, Source, moment, text_field
 from .registry import Answer, operation
 from .session import Session
 from .values import Destination, ProposalBranch, WorkTree
@@ -97,7 +97,7 @@ class Correct:
     value: Annotated[JsonValue, Field("The right value, of the field's current JSON type (a number as a number, not as "
                                       "text); null clears the field.", max_length=MAX_VALUE)]
     reason: Reason
-    source: str | None = None
+    source: Source = None
     allow_type_change: Annotated[bool, Field("Accept a value of another JSON type than the field's current value.")] = False
     destination: Destination = ProposalBranch()
     valid_from: ValidFrom = None
@@ -133,7 +133,7 @@ def correct(session: Session, request: Correct) -> Written:
 class Retract:
     observation_id: Annotated[str, text_field("An observation id, e.g. obs-20260213-102500-0001.", 96)]
     reason: Reason
-    source: str | None = None
+    source: Source = None
     destination: Destination = ProposalBranch()
 
 
@@ -157,7 +157,7 @@ class Relate:
     source_entity: EntityId
     type: Annotated[str, text_field("PART_OF, DEPENDS_ON, REFERS_TO, SETTLES, SUPERSEDES … or your own UPPER_SNAKE_CASE name.", 64)]
     target: EntityId
-    source: str | None = None
+    source: Source = None
     destination: Destination = ProposalBranch()
 
 
@@ -175,7 +175,7 @@ class Merge:
     from_entity: EntityId
     into_entity: EntityId
     reason: Reason
-    source: str | None = None
+    source: Source = None
     destination: Destination = ProposalBranch()
 
 
@@ -195,7 +195,7 @@ class Feedback:
     outcome: Annotated[str, Field("accepted raises the observation's weight; rejected, rework and misleading lower it.",
                                   choices=FEEDBACK_OUTCOMES)]
     session: Annotated[str | None, text_field("The session the outcome comes from (kept in the weight's history).", 256)] = None
-    source: str | None = None
+    source: Source = None
     timestamp: str | None = None
     destination: Destination = ProposalBranch()
 
@@ -215,10 +215,11 @@ def feedback(session: Session, request: Feedback) -> Written:
 
 @dataclass(frozen=True)
 class Reclassify:
-    targets: tuple[str, ...]
-    classification: str
-    reason: str | None = None
-    source: str | None = None
+    targets: Annotated[tuple[Annotated[str, text_field("", 128)], ...],
+                       Field("The observations to raise (ids, obs-…).", max_items=1000)]
+    classification: Annotated[str, Field("The new level (classifications only go up).", choices=CLASSIFICATIONS)]
+    reason: Annotated[str | None, text_field("Why (the new document's body).", 2000)] = None
+    source: Source = None
     destination: Destination = ProposalBranch()
 
 
