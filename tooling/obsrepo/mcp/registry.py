@@ -54,6 +54,7 @@ class Tool:
     names: Mapping[str, str]  # request field → the tool's argument; fields not named are not offered
     extras: Mapping[str, JsonSchema] = field(default_factory=dict)  # the tool's own arguments (an answer's mode)
     fixed: Mapping[str, Any] = field(default_factory=dict)  # request fields the tool sets itself
+    answers: bool = False  # the tool answers with its operation's JSON as it is (its `outputSchema`)
     _schema: JsonSchema | None = field(default=None, repr=False)
     _validator: Any = field(default=None, repr=False)
 
@@ -62,6 +63,16 @@ class Tool:
         if self._schema is None:
             self._schema = input_schema(self.request, self.names, self.extras, self.fixed)
         return self._schema
+
+    @property
+    def output_schema(self) -> JsonSchema | None:
+        """The JSON Schema of the answer, from the operation's typed shape (ops/shapes.py), for a
+        tool that answers with its operation's JSON; None otherwise."""
+        from ..ops import OPERATIONS
+        from ..ops.shapes import SHAPES, output_schema
+
+        name = next((op.name for op in OPERATIONS.values() if op.request is self.request), None)
+        return output_schema(SHAPES[name]) if self.answers and name in SHAPES else None
 
     def call(self, session: Session, given: Mapping[str, Any] | None) -> Any:
         """Check the arguments, build the request, answer; an error names the tool's argument."""
@@ -174,20 +185,24 @@ Arguments = Mapping[str, str]
 
 
 def _declare(annotations: dict[str, Any], request: type, title: str, names: Arguments,
-             extras: Mapping[str, JsonSchema] | None, fixed: Mapping[str, Any] | None) -> Callable[[Callable[..., Any]], Tool]:
+             extras: Mapping[str, JsonSchema] | None, fixed: Mapping[str, Any] | None,
+             answers: bool = False) -> Callable[[Callable[..., Any]], Tool]:
     def declare(function: Callable[..., Any]) -> Tool:
         description = inspect.cleandoc(function.__doc__ or "")
         return Tool(function.__name__, title, description, dict(annotations, title=title), function, request, names,
-                    dict(extras or {}), dict(fixed or {}))
+                    dict(extras or {}), dict(fixed or {}), answers)
 
     return declare
 
 
 def read_tool(request: type, title: str, names: Arguments, extras: Mapping[str, JsonSchema] | None = None,
-              fixed: Mapping[str, Any] | None = None) -> Callable[[Callable[..., Any]], Tool]:
+              fixed: Mapping[str, Any] | None = None, answers: bool = True) -> Callable[[Callable[..., Any]], Tool]:
     """Declare a tool that only reads: `function(session, request, **extras)` returns
-    JSON-ready data (structured content + the same JSON as text) or a `Text`."""
-    return _declare(READ_ONLY, request, title, names, extras, fixed)
+    JSON-ready data (structured content + the same JSON as text) or a `Text`. A tool that
+    answers with its operation's JSON as it is (`answers`, the default) declares the
+    operation's typed shape as its `outputSchema`; one that may answer otherwise (a `Text`
+    mode) says `answers=False`."""
+    return _declare(READ_ONLY, request, title, names, extras, fixed, answers)
 
 
 def write_tool(request: type, title: str, names: Arguments, extras: Mapping[str, JsonSchema] | None = None,

@@ -102,7 +102,7 @@ def build_server(service: Service) -> Any:
     from mcp.server.lowlevel import Server
 
     listed = [types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema,
-                         annotations=types.ToolAnnotations.model_validate(t.annotations))
+                         output_schema=t.output_schema, annotations=types.ToolAnnotations.model_validate(t.annotations))
               for t in service.tools.values()]
 
     async def list_tools(ctx: Any, params: Any) -> Any:

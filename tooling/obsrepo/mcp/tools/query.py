@@ -17,7 +17,7 @@ MODE = {"type": "string", "enum": ["short", "full", "json"], "default": "short",
     "scopes": "scopeIds", "type": "type", "source": "source", "after": "afterDate", "before": "beforeDate",
     "limit": "limit", "offset": "offset", "text": "text", "entity": "entity", "at": "at",
     "match": "match", "embedding": "embedding",
-}, extras={"mode": MODE})
+}, extras={"mode": MODE}, answers=False)
 def observation_query(session: Session, request: Query, mode: str = "short") -> Any:
     """Observations that match every filter given (AND), newest first (timestamp, then id), or
     by relevance with `text` (by meaning too with `match` semantic or hybrid and the server's
