@@ -281,7 +281,7 @@ class IndexState(Answer):
 def status(session: Session, request: Status) -> IndexState:
     """A bound caller (a tenant or a ceiling) is not told the index's counts: they are every
     tenant's (docs/design.md §6, §8b); they read null."""
-    from ..index.status import index_status
+    from ..read.status import index_status
 
     state = index_status(session.git, session.index_file, session.embedder)
     if session.binding or session.ceiling.level is not None:

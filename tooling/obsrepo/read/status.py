@@ -7,11 +7,11 @@ from typing import Any
 
 from ..errors import IndexFault
 from ..gitstore import Git
-from .identity_table import identity_state
-from .paths import read_json, status_path
-from .reader import OVERLAY_DB, attach_overlay, open_reader
-from .vectors import EmbedderSource, configured_state
-from .watch_lock import watcher_pid
+from ..index.identity_table import identity_state
+from ..index.paths import read_json, status_path
+from ..index.reader import OVERLAY_DB, attach_overlay, open_reader
+from ..index.vectors import EmbedderSource, configured_state
+from ..index.watch_lock import watcher_pid
 
 
 def index_status(git: Git, path: str, embedder_source: EmbedderSource | None = None) -> dict[str, Any]:
