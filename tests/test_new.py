@@ -5,13 +5,14 @@ import os
 from datetime import datetime, timezone
 
 import pytest
-from helpers import in_process
+from helpers import in_process, observation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from obsrepo import ops
 from obsrepo.errors import ObsrepoError
 from obsrepo.format import emit
 from obsrepo.format.document import read_document
+from obsrepo.gitstore import Git
 
 
 def run(cwd, *args, input=None):
@@ -111,3 +112,42 @@ def test_a_timestamp_that_is_not_text_is_refused_by_name_and_nothing_is_written(
             ops.run(ops.Session(str(repo.path)), ops.New({"source": "agent/x", "event": "e", "timestamp": stamp}, "", ops.WorkTree()))
         assert (refused.value.code, refused.value.details["parameter"]) == ("VALIDATION_ERROR", "timestamp")
     assert not (repo.path / "observations").exists()
+
+
+def _checked(repo) -> tuple[int, str]:
+    """(documents the check read and analysed, its stderr): OBSREPO_DEBUG has it say how many."""
+    import re
+
+    done = repo.obsrepo("check", env={"OBSREPO_DEBUG": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return int(re.search(r"read (\d+) of", done.stderr).group(1)), done.stderr
+
+
+def test_check_finds_the_document_new_wrote_analysed_and_folds_it_into_its_cache(repo) -> None:
+    from obsrepo.gate import cache
+
+    repo.add(observation("obs-20260101-090000-0001", "2026-01-01T09:00:00Z"))
+    repo.commit("one")
+    assert _checked(repo)[0] == 1  # the cache warm
+    written = repo.path / ".git" / "obsrepo" / "check-cache.written.marshal"
+    for n in range(3):
+        done = repo.obsrepo("new", "--source", "agent/x", "--event", f"seen {n}", "--entity", f"task/{n}", "--field", "n=1")
+        assert done.returncode == 0, done.stderr
+        assert _checked(repo)[0] == 0  # new analysed it: check reads nothing again
+    assert written.exists()  # the large cache was not rewritten for them
+    repo.add(observation("obs-20260102-090000-0002", "2026-01-02T09:00:00Z"))
+    assert _checked(repo)[0] == 1  # a document check analyses: the cache is rewritten, the written ones folded in
+    assert not written.exists()
+    assert _checked(repo)[0] == 0
+    store = cache.AnalysisCache.open(Git(str(repo.path)))
+    assert len(store.entries) == 5 and not store.written
+
+
+def test_a_damaged_file_of_written_analyses_is_ignored(repo) -> None:
+    repo.add(observation("obs-20260101-090000-0001", "2026-01-01T09:00:00Z"))
+    repo.commit("one")
+    done = repo.obsrepo("new", "--source", "agent/x", "--event", "seen", "--entity", "task/1", "--field", "n=1")
+    assert done.returncode == 0, done.stderr
+    written = repo.path / ".git" / "obsrepo" / "check-cache.written.marshal"
+    written.write_bytes(written.read_bytes()[:-9])
+    assert _checked(repo)[0] == 2  # nothing in the cache yet: both read, none from the damaged file

@@ -12,6 +12,13 @@ the workers of a parallel build marshal their own, which are written out unopene
 is kept marshalled by itself (bytes, unpacked when asked for; a part from elsewhere may hold
 them unpacked): a loaded cache of a million documents is half a gigabyte of bytes rather than
 four of lists and dicts. A missing, unreadable, truncated or foreign cache file is simply ignored.
+
+`new` analyses the document it writes: it keeps that analysis (and its record) in a small
+third file, `check-cache.written.marshal` (`remember_written`), rewritten whole by each write
+rather than the large cache, so the next check or index build finds the document analysed.
+A run that rewrites the cache anyway folds the written entries in and removes the small file
+(unless a write changed it meanwhile); one that would not rewrite it leaves them where they
+are until they are WRITTEN_FOLD many.
 """
 
 from __future__ import annotations
@@ -173,6 +180,33 @@ def cache_for(git: Git, documents: int, per_document: int = CACHE_BYTES_PER_DOCU
     return None if cache.file is None else cache
 
 
+WRITTEN_FOLD = 200  # written entries a check folds into the cache even when it would not rewrite it
+
+
+def remember_written(git: Git, path: str, data: bytes, analysis: Analysis) -> None:
+    """Keep `new`'s analysis of the document it wrote at `path` (the bytes `data`): the next
+    check or index build finds it analysed. Costs a small file, never the large cache."""
+    cache = AnalysisCache.open(git)
+    if cache.file is None:
+        return
+    from ..gitstore import blob_sha
+
+    written = cache.written_file
+    entries = load_entries(written, cache.digest)
+    if len(entries) >= 10 * WRITTEN_FOLD:  # no check ran for long: start again rather than grow
+        entries = {}
+    entries[entry_key(path, blob_sha(data))] = [marshal.dumps(analysis.to_cache()), analysis.record_to_cache()]
+    store_entries(written, cache.digest, entries)
+
+
+def _signature(file: Path) -> tuple[int, int] | None:
+    try:
+        stat = file.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
 class AnalysisCache:
     def __init__(self, file: Path | None, entries: dict[str, bytes | list] | None, digest: str) -> None:
         self.file = file
@@ -186,6 +220,8 @@ class AnalysisCache:
         self.served: set[str] = set()  # keys whose record was used without reading their analysis
         self.parts: list[tuple[Part, Part, int]] = []  # (analyses, records, count) marshalled elsewhere
         self.spill = Spill()  # where `parts` are kept until saved
+        self._written: dict[str, list] | None = None  # what `new` analysed (`remember_written`), loaded on first use
+        self._written_as: tuple[int, int] | None = None  # the written file's size and time when loaded
 
     @classmethod
     def open(cls, git: Git | None, max_bytes: int | None = None) -> AnalysisCache:
@@ -212,9 +248,28 @@ class AnalysisCache:
     def records_file(self) -> Path | None:
         return None if self.file is None else self.file.with_name("records.marshal")
 
+    @property
+    def written_file(self) -> Path:
+        assert self.file is not None
+        return self.file.with_name("check-cache.written.marshal")
+
+    @property
+    def written(self) -> dict[str, list]:
+        """key → [marshalled analysis, record] of the documents `new` wrote."""
+        if self._written is None:
+            self._written, self._written_as = {}, None
+            if self.file is not None:
+                self._written_as = _signature(self.written_file)
+                found = load_entries(self.written_file, self.digest) if self._written_as is not None else {}
+                self._written = {key: value for key, value in found.items()
+                                 if isinstance(value, list) and len(value) == 2 and isinstance(value[0], bytes)}
+        return self._written
+
     def get(self, path: str, sha: str) -> Analysis | None:
         key = entry_key(path, sha)
         row = self.entries.get(key)
+        if row is None and key in self.written:  # kept by `save` only when it folds them in
+            return self._analysis(path, self.written[key][0])
         if row is None:
             self.missed += 1
             return None
@@ -225,6 +280,13 @@ class AnalysisCache:
             return None
         self.used[key] = row
         return analysis
+
+    def _analysis(self, path: str, row: bytes) -> Analysis | None:
+        try:
+            return Analysis.from_cache(path, marshal.loads(row))
+        except (TypeError, ValueError, EOFError):
+            self.missed += 1
+            return None
 
     def record(self, path: str, sha: str, raw: bool = False) -> dict[str, Any] | None:
         """The document's record for the index (None when not cached). `raw`: the cached dict
@@ -237,6 +299,8 @@ class AnalysisCache:
                 records_file = self.records_file
                 self._records = load_entries(records_file, self.digest) if records_file is not None else {}
             row = self._records.get(key)
+        if row is None and key in self.written:
+            row = self.written[key][1]
         if not isinstance(row, dict):
             return None
         if raw:
@@ -277,8 +341,15 @@ class AnalysisCache:
     def save(self) -> None:
         if self.file is None:
             return
+        if self._entries is not None and len(self.written) >= WRITTEN_FOLD:
+            self.dirty = True  # many written entries: fold them in now
         if self._entries is None and not self.dirty:
             return  # nothing read, nothing new: the file stays as it is
+        folding = self.dirty and bool(self.written)
+        for key, (row, record) in self.written.items() if folding else ():
+            self.used.setdefault(key, row)
+            if isinstance(record, dict):
+                self.new_records.setdefault(key, record)
         entries = self.entries
         for key in self.served - self.used.keys():
             if key in entries:
@@ -295,3 +366,8 @@ class AnalysisCache:
             merged = {**self._records, **self.new_records}
             kept_records = marshal.dumps({k: v for k, v in merged.items() if k in kept})
             _store(records_file, self.digest, [kept_records, *(part for _, part, _ in self.parts)], self.spill)
+        if folding and _signature(self.written_file) == self._written_as:  # a write since: its entry stays
+            try:
+                self.written_file.unlink()
+            except OSError:
+                pass

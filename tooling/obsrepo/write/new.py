@@ -21,6 +21,7 @@ from ..format.document import INT64_MAX, INT64_MIN, MAX_DEPTH
 from ..format.model import OBSERVATION_SPEC, format_timestamp, parse_timestamp
 from ..format.report import NOT_WRITTEN, Issue
 from ..format.rules import Analysis
+from ..gate.cache import remember_written
 from ..gate.near import NearState
 from ..gitstore import Git
 
@@ -130,6 +131,7 @@ def create(git: Git, front: dict[str, Any], body: str = "", now: datetime | None
     if not write_new(os.path.join(git.root, path), made.text):
         raise DocumentRefused([Issue(path, 1, 1, errors.DUPLICATE_CONTENT, "duplicate-content",
                                      f"{path} already exists")])
+    remember_written(git, path, made.text, made.analysis)  # the next check finds it analysed
     return Created(made.id, path, made.content_hash)
 
 
