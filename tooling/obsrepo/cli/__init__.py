@@ -3,7 +3,8 @@
     errors.py    the one place where failures become output and exit codes
     options.py   what every command shares: the Session, --index, --tenant, --at, paging
     app.py       the command group and the process around it
-    gate.py      check, new               reads.py     query, show, sql, status
+    gate.py      check                    reads.py     query, show, sql, status
+    new.py       new
     entities.py  snapshot … history       review.py    diff
     live.py      index, watch, mcp        write.py     correct, retract, relate, merge
     steward.py   feedback, reclassify, retention, export, comprehend, comprehensions

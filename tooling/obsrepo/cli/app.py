@@ -17,7 +17,7 @@ from .options import examples
 # (or the help lists it), so `obsrepo check` in a pre-commit hook never loads the reads, the
 # writes or publication (tests/test_cli.py holds this table equal to what the modules define).
 COMMANDS = {
-    "check": "gate", "new": "gate", "init": "init",
+    "check": "gate", "new": "new", "init": "init",
     "query": "reads", "show": "reads", "sql": "reads", "status": "reads",
     "snapshot": "entities", "provenance": "entities", "entities": "entities", "find": "entities",
     "observations": "entities", "relations": "entities", "related": "entities", "timeline": "entities",
