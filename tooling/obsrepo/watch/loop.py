@@ -290,11 +290,11 @@ class Watcher:
         if plan.schemas:
             self._check_schemas(plan.schemas)
         done["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
-        self.updates += 1
         self._record(done)
         if self.verbose and (done.get("indexed") or plan.paths or plan.reconcile):
             where = f"at {self.indexed[:12]}" if self.indexed else "no commit yet (drafts show from the first one)"
             self._say(f"{where}: {plural(done.get('drafts', 0), 'draft')} in the overlay, updated in {done['duration_ms']:.0f} ms")
+        self.updates += 1  # last: whoever counts updates finds each one recorded and said
         return done
 
     def _publish(self, valid: list[ValidDraft]) -> None:
