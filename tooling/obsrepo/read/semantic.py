@@ -25,6 +25,7 @@ from ..errors import missing_extra
 from ..index.vectors import TEXT_SQL, waiting_after
 from .bm25 import filtered_rows
 from .context import lexical as with_context
+from .places import places
 from .rowids import among
 from .scope import ReadScope
 
@@ -90,7 +91,7 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     if how.fusion != "rrf":  # rrf places every hit by its BM25 rank: all of them then
         kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits, weight_of_hits, offset + limit)
     involved = np.union1d(near, hits[kept])  # sorted: a row's place in it is found by searchsorted
-    rank = _order(scope, involved, order)
+    rank = places(scope, involved, order)
     cosine = vectors.exact(involved)  # aligned with `involved`
     near_at, hit_at = np.searchsorted(involved, near), np.searchsorted(involved, hits[kept])
     nearest = near_at[np.lexsort((rank[near_at], -cosine[near_at]))][:how.k]  # ties: the default order
@@ -114,9 +115,8 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
         fused = _fused(how.alpha, semantic, lexical)
     scores = _weighted(fused, weight)
     best = np.argsort(-scores, kind="stable")[offset:offset + limit].tolist()  # ties: the default order
-    row_ids = involved[candidates]
-    items = [Ranked(int(row_ids[i]), float(scores[i]), float(lexical[i]), float(semantic[i]), float(weight[i]))
-             for i in best]
+    columns = [values[best].tolist() for values in (involved[candidates], scores, lexical, semantic, weight)]
+    items = [Ranked(*item) for item in zip(*columns)]
     total = len(hits) + int(np.count_nonzero(~among(hits, involved[nearest])))
     return RankedPage(items, total, {"candidates": len(filtered.rows), "with_vectors": vectors.count})
 
@@ -176,20 +176,6 @@ def _product_error(a: Any, b: float, product: Any) -> Any:
     a_high, a_low = halves(a)
     b_high, b_low = halves(b)
     return ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
-
-
-def _order(scope: ReadScope, row_ids: Any, order: str) -> Any:
-    """Each row's rank in the default order among `row_ids` (sorted): one join over those rows only."""
-    import numpy as np
-
-    if not len(row_ids):
-        return np.empty(0, dtype=np.int64)
-    with scope.registered("candidate_rows", {"row_id": np.ascontiguousarray(row_ids, dtype=np.int64)}):
-        found = scope.columns(f"SELECT c.row_id FROM candidate_rows AS c JOIN {scope.placed(row_ids)} AS v USING (row_id) "
-                              f"ORDER BY {order}")
-    rank = np.empty(len(row_ids), dtype=np.int64)
-    rank[np.searchsorted(row_ids, found["row_id"])] = np.arange(len(row_ids))
-    return rank
 
 
 class _Vectors:
