@@ -34,7 +34,6 @@ from .reader import open_reader
 from .watch_lock import watcher_pid
 from .writer import IndexFiles
 
-
 IDLE_SCOPES = 16  # read scopes a generation keeps between requests, the least recently given back closed first
 
 
