@@ -19,7 +19,8 @@ MORE = [  # acme and globex turns interleaved in the same thread, a day later
     ("obs-20260302-090020-0013", "Bring water and maps.", "acme"),
     ("obs-20260302-090030-0014", "Bring the old coast maps.", "globex"),
 ]
-TEXTS = ["hiking last weekend", "museum maps", "Sunday club", "bring maps", "sister", "zebra"]
+TEXTS = ["hiking last weekend", "museum maps", "Sunday club", "bring maps on 2 March 2026", "sister in March 2026",
+         "zebra"]
 
 
 @pytest.fixture(scope="module")
@@ -55,19 +56,20 @@ def test_two_tenants_interleaved_over_one_kept_session_see_only_their_own(mixed,
     expected = {}
     for text in TEXTS:
         for org in ("acme", "globex", None):
-            for scopes in ((), tuple(CHAT)):
-                args = ["--match", match, *(["--tenant", f"org={org}"] if org else []),
+            for scopes, order in (((), "desc"), (tuple(CHAT), "desc"), (tuple(CHAT), "asc")):
+                args = ["--match", match, "--order", order, *(["--tenant", f"org={org}"] if org else []),
                         *[a for s in scopes for a in ("--scope", s)]]
-                expected[(text, org, scopes)] = shown(whole(mixed, text, args, env))
+                expected[(text, org, scopes, order)] = shown(whole(mixed, text, args, env))
     session = Session(str(mixed.path), embedder=embedder)
     session.keep_open()
     try:
         for _ in range(2):  # the second round answers from what the first left kept
             for text in TEXTS:
-                for scopes in ((), tuple(CHAT)):
+                for scopes, order in (((), "desc"), (tuple(CHAT), "desc"), (tuple(CHAT), "asc")):
                     for org in ("acme", "globex", None, "globex", "acme"):  # each tenant right after the other
-                        got = shown(run(session, Query(text=text, scopes=scopes, org=org, match=match, limit=50)).to_json())
-                        assert got == expected[(text, org, scopes)], (text, org, scopes)
+                        asked = Query(text=text, scopes=scopes, org=org, match=match, limit=50, order=order)
+                        got = shown(run(session, asked).to_json())
+                        assert got == expected[(text, org, scopes, order)], (text, org, scopes, order)
                         if org:
                             assert {row[0] for row in got["rows"]} <= tenants[org], (text, org)
     finally:

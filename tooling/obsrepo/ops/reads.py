@@ -19,6 +19,7 @@ from .values import Binding, Ceiling, Moment, Page
 
 MATCHES = ("lexical", "semantic", "hybrid")
 FUSIONS = ("cc", "rrf")
+TIME_HINTS = ("auto", "off")
 MAX_SEMANTIC_K = 10_000
 
 
@@ -63,6 +64,9 @@ class Query:
                                  choices=FUSIONS)] = "cc"
     semantic_k: Annotated[int, Field("semantic and hybrid: the K nearest by cosine are candidates.", minimum=1,
                                      maximum=MAX_SEMANTIC_K, placeholder="K")] = 100
+    time_hint: Annotated[str, Field("`text` naming a date, a month or a year with its year (\"in May 2023\"): auto ranks "
+                                    "the observations of that period higher; off ranks by the words alone.",
+                                    choices=TIME_HINTS)] = "auto"
     embedding: Annotated[tuple[float, ...] | None,
                          Field("The caller's own query vector, of the configured embedder's kind and size: ranks by "
                                "meaning without embedding `text`.", max_items=8192)] = None
@@ -140,13 +144,16 @@ def filters(request: Query) -> Any:
     page = Page.of(request.limit, request.offset)
     if request.order not in ("asc", "desc"):
         raise UsageError("order is asc or desc", parameter="order")
+    if request.time_hint not in TIME_HINTS:
+        raise UsageError(f"time_hint '{request.time_hint}' is auto or off", parameter="time_hint")
     after, before = Moment.optional(request.after, "after"), Moment.optional(request.before, "before")
     Ceiling.parse(request.max_classification, "max_classification")
     return QueryRequest(scopes=tuple(request.scopes), type=request.type, source=request.source,
                         after=after.value if after else None, before=before.value if before else None,
                         entity=request.entity, text=request.text, max_classification=request.max_classification,
                         include_retracted=request.include_retracted, include_expired=request.include_expired,
-                        unweighted=request.unweighted, limit=page.limit, offset=page.offset, order=request.order)
+                        unweighted=request.unweighted, limit=page.limit, offset=page.offset, order=request.order,
+                        rank_in_time=request.time_hint == "auto")
 
 
 def _where(request: Query) -> dict[str, str | None]:

@@ -1,4 +1,5 @@
-"""Places in the default order (timestamp, then id) of rows of `visible`, as numpy arrays.
+"""Places in the default order (timestamp, then id) of rows of `visible`, and their
+timestamps, as numpy arrays.
 
 A ranked page breaks ties by the default order, so the rows that may reach it need their
 places in it. A command reads them for those rows alone (one join, scope.placed); a kept-open
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .rowids import ByRow
 from .scope import ReadScope
 
 
@@ -35,8 +37,6 @@ def _every_place(scope: ReadScope) -> Any:
     """Every visible row's place in ascending (timestamp, id, row id) order, by row id."""
     import numpy as np
 
-    from .rowids import ByRow
-
     found = scope.columns("SELECT row_id FROM visible ORDER BY timestamp, id, row_id")
     ids = np.asarray(found["row_id"], dtype=np.int64)
     return ByRow(ids, np.arange(len(ids), dtype=np.int64), -1)
@@ -52,3 +52,22 @@ def _joined(scope: ReadScope, row_ids: Any, order: str) -> Any:
     rank = np.empty(len(row_ids), dtype=np.int64)
     rank[np.searchsorted(row_ids, found["row_id"])] = np.arange(len(row_ids))
     return rank
+
+
+def timestamps(scope: ReadScope, row_ids: Any) -> Any:
+    """Each of `row_ids`' (sorted rows of `visible`) timestamp in microseconds since 1970 (UTC):
+    a kept-open reader reads every visible row's once per index generation and view."""
+    import numpy as np
+
+    row_ids = np.ascontiguousarray(row_ids, dtype=np.int64)
+    sql = "SELECT {}row_id, epoch_us(timestamp) AS at FROM {}"
+    if scope.memo is None:
+        with scope.registered("stamped_rows", {"row_id": row_ids}):
+            found = scope.columns(sql.format("c.", f"stamped_rows AS c JOIN {scope.placed(row_ids)} AS v USING (row_id)"))
+        return ByRow(np.asarray(found["row_id"], dtype=np.int64), np.asarray(found["at"], dtype=np.int64), 0).of(row_ids)
+
+    def every() -> Any:
+        found = scope.columns(sql.format("", "visible"))
+        return ByRow(np.asarray(found["row_id"], dtype=np.int64), np.asarray(found["at"], dtype=np.int64), 0)
+
+    return scope.remember(("timestamps", *scope.view_key()), every).of(row_ids)

@@ -41,6 +41,7 @@ class QueryRequest:
     offset: int = 0
     order: str = "desc"
     semantic: Any = None  # semantic.Semantic: --match semantic|hybrid (docs/design.md §15)
+    rank_in_time: bool = True  # a row observed in a period the text names ranks higher (context.lexical)
     brief: bool = False  # records of BRIEF's keys only (recall's): a page then reads no body, data or context
 
 
@@ -137,7 +138,7 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
     from .semantic import ranked
 
     page = ranked(scope, matching, params, request.text or "", request.semantic, order, not request.unweighted,
-                  request.offset, request.limit)
+                  request.offset, request.limit, request.rank_in_time)
     records = fetch_records(scope, [item.row_id for item in page.items], request.brief)
     observations = []
     for item in page.items:
@@ -261,7 +262,8 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     from .context import lexical
     from .places import places
 
-    scored = lexical(scope, filtered_rows(scope, matching, params), matching, params, request.text or "")
+    scored = lexical(scope, filtered_rows(scope, matching, params), matching, params, request.text or "",
+                     request.rank_in_time)
     total = len(scored.row_ids)
     ranking = scored.scores
     if not request.unweighted:
