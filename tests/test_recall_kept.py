@@ -1,6 +1,6 @@
 """What a kept-open reader keeps between text questions (docs/design/15-recall.md, "Kept
-rows"): its read scopes, each visible row's place in the default order, its latest records,
-the filters' rows and neighbours. All of it is kept per index generation and view (commit,
+rows"): its read scopes, each visible row's place in the default order, timestamp and
+entity, its latest records, the filters' rows and neighbours. All of it is kept per index generation and view (commit,
 binding, ceiling, retention), so two tenants' questions interleaved in one scope, over one
 session, are answered as whole commands answer each alone: no row, score or count of the
 other tenant's ever shows."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import Repo
+from helpers import Repo, observation
 from test_recall_ranking import CHAT, OTHER, TURNS, doc, wordllama_model  # noqa: F401 - a fixture
 
 MORE = [  # acme and globex turns interleaved in the same thread, a day later
@@ -19,14 +19,15 @@ MORE = [  # acme and globex turns interleaved in the same thread, a day later
     ("obs-20260302-090020-0013", "Bring water and maps.", "acme"),
     ("obs-20260302-090030-0014", "Bring the old coast maps.", "globex"),
 ]
-TEXTS = ["hiking last weekend", "museum maps", "Sunday club", "bring maps on 2 March 2026", "sister in March 2026",
-         "zebra"]
+TEXTS = ["hiking last weekend", "museum maps", "Sunday club", "what did Sam bring on 2 March 2026",
+         "sister in March 2026", "zebra"]
 
 
 @pytest.fixture(scope="module")
 def mixed(make_module_repo) -> Repo:
     repo = make_module_repo("mixed")
-    repo.add(*(doc(*turn) for turn in TURNS + MORE), doc(*OTHER, scope=["chat/shop"]))
+    repo.add(*(doc(*turn) for turn in TURNS), doc(*OTHER, scope=["chat/shop"]),
+             *(observation(i, event=e, body="", scope=CHAT, tenant={"org": t}, entity="person/sam") for i, e, t in MORE))
     repo.commit("two tenants in one thread")
     return repo
 

@@ -14,42 +14,22 @@ depend on the text: a kept-open reader keeps them with the filtered rows.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .bm25 import Filtered, Scored, bm25
+from .hints import hinted
 from .scope import ReadScope
-from .when import periods
 
 PREVIOUS = 0.4  # the weight of the previous row's BM25
 NEXT = 0.2  # the weight of the next row's BM25
-IN_TIME = 1.0  # a row observed in a period the text names: its lexical score times 1 + IN_TIME
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def lexical(scope: ReadScope, filtering: Filtered, matching: str, params: list, text: str,
-            time_hint: bool = True) -> Scored:
+            in_time: bool = True, about: bool = True) -> Scored:
     """BM25 of the filtered rows with their neighbours' folded in: every row that holds a term of
     `text`, or whose neighbour does, with its score (rounded to 6 decimals), by ascending row id;
-    with `time_hint`, times 1 + IN_TIME for a row observed in a period `text` names (when.py)."""
-    named = periods(text) if time_hint and IN_TIME else []
-    scored = _with_neighbours(scope, filtering, matching, params, text)
-    if not named or not len(scored.row_ids):
-        return scored
-    import numpy as np
-
-    from .bm25 import _round6 as round6
-    from .places import timestamps
-
-    at = timestamps(scope, scored.row_ids)
-    inside = np.zeros(len(at), dtype=bool)
-    for start, end in named:
-        inside |= (at >= _micros(start)) & (at < _micros(end))
-    return Scored(scored.row_ids, np.where(inside, round6(scored.scores * (1 + IN_TIME)), scored.scores))
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - EPOCH) // timedelta(microseconds=1)
+    then the hints `text` gives (hints.py: `in_time`, `about`)."""
+    return hinted(scope, _with_neighbours(scope, filtering, matching, params, text), text, in_time, about)
 
 
 def _with_neighbours(scope: ReadScope, filtering: Filtered, matching: str, params: list, text: str) -> Scored:

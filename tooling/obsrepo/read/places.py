@@ -55,19 +55,47 @@ def _joined(scope: ReadScope, row_ids: Any, order: str) -> Any:
 
 
 def timestamps(scope: ReadScope, row_ids: Any) -> Any:
-    """Each of `row_ids`' (sorted rows of `visible`) timestamp in microseconds since 1970 (UTC):
-    a kept-open reader reads every visible row's once per index generation and view."""
+    """Each of `row_ids`' (sorted rows of `visible`) timestamp in microseconds since 1970 (UTC)."""
+    import numpy as np
+
+    def by_row(found: dict[str, Any]) -> ByRow:
+        return ByRow(np.asarray(found["row_id"], dtype=np.int64), np.asarray(found["at"], dtype=np.int64), 0)
+
+    return _of_rows(scope, row_ids, "timestamps", "epoch_us({}timestamp) AS at", ["timestamp"], by_row)
+
+
+def entities(scope: ReadScope, row_ids: Any) -> tuple[Any, list[str]]:
+    """Each of `row_ids`' (sorted rows of `visible`) entity as a code (-1: none), and the
+    entities the codes name."""
+    import numpy as np
+
+    def by_row(found: dict[str, Any]) -> tuple[ByRow, list[str]]:
+        entity = found["entity"]
+        present = ~np.ma.getmaskarray(entity)
+        names, codes = np.unique(np.ma.getdata(entity)[present].astype(str), return_inverse=True)
+        rows = np.asarray(found["row_id"], dtype=np.int64)[present]
+        return ByRow(rows, codes.astype(np.int64).reshape(-1), -1), names.tolist()
+
+    return _of_rows(scope, row_ids, "entities", "{}entity", ["entity"], by_row)
+
+
+def _of_rows(scope: ReadScope, row_ids: Any, kind: str, column: str, names: list[str], by_row: Any) -> Any:
+    """`by_row` of (row_id, the column) of `row_ids` ((a ByRow, …): its `of(row_ids)`, …): a
+    kept-open reader reads every visible row's once per index generation and view, a command
+    those of `row_ids` only."""
     import numpy as np
 
     row_ids = np.ascontiguousarray(row_ids, dtype=np.int64)
-    sql = "SELECT {}row_id, epoch_us(timestamp) AS at FROM {}"
     if scope.memo is None:
-        with scope.registered("stamped_rows", {"row_id": row_ids}):
-            found = scope.columns(sql.format("c.", f"stamped_rows AS c JOIN {scope.placed(row_ids)} AS v USING (row_id)"))
-        return ByRow(np.asarray(found["row_id"], dtype=np.int64), np.asarray(found["at"], dtype=np.int64), 0).of(row_ids)
-
-    def every() -> Any:
-        found = scope.columns(sql.format("", "visible"))
-        return ByRow(np.asarray(found["row_id"], dtype=np.int64), np.asarray(found["at"], dtype=np.int64), 0)
-
-    return scope.remember(("timestamps", *scope.view_key()), every).of(row_ids)
+        relation = (scope.records_of(row_ids.tolist(), names) if scope.records_by_key(row_ids) and row_ids[0] >= 0
+                    else "visible")
+        with scope.registered("hinted_rows", {"row_id": row_ids}):
+            found = scope.columns(f"SELECT c.row_id, {column.format('v.')} FROM hinted_rows AS c "
+                                  f"JOIN {relation} AS v USING (row_id)")
+    else:
+        found = None
+    kept = by_row(found) if found is not None else scope.remember(
+        (kind, *scope.view_key()), lambda: by_row(scope.columns(f"SELECT row_id, {column.format('')} FROM visible")))
+    if isinstance(kept, tuple):
+        return (kept[0].of(row_ids), *kept[1:])
+    return kept.of(row_ids)

@@ -41,7 +41,8 @@ class QueryRequest:
     offset: int = 0
     order: str = "desc"
     semantic: Any = None  # semantic.Semantic: --match semantic|hybrid (docs/design.md §15)
-    rank_in_time: bool = True  # a row observed in a period the text names ranks higher (context.lexical)
+    rank_in_time: bool = True  # a row observed in a period the text names ranks higher (hints.py)
+    rank_about: bool = True  # a row about an entity the text names ranks higher (hints.py)
     brief: bool = False  # records of BRIEF's keys only (recall's): a page then reads no body, data or context
 
 
@@ -138,7 +139,7 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
     from .semantic import ranked
 
     page = ranked(scope, matching, params, request.text or "", request.semantic, order, not request.unweighted,
-                  request.offset, request.limit, request.rank_in_time)
+                  request.offset, request.limit, (request.rank_in_time, request.rank_about))
     records = fetch_records(scope, [item.row_id for item in page.items], request.brief)
     observations = []
     for item in page.items:
@@ -263,7 +264,7 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     from .places import places
 
     scored = lexical(scope, filtered_rows(scope, matching, params), matching, params, request.text or "",
-                     request.rank_in_time)
+                     request.rank_in_time, request.rank_about)
     total = len(scored.row_ids)
     ranking = scored.scores
     if not request.unweighted:

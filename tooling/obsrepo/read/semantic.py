@@ -67,7 +67,7 @@ class RankedPage:
 
 
 def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semantic, order: str,
-           weighted: bool, offset: int, limit: int, time_hint: bool = True) -> RankedPage:
+           weighted: bool, offset: int, limit: int, hints: tuple[bool, bool] = (True, True)) -> RankedPage:
     """The candidates ranked, the page at `offset`; `weighted`: times each observation's
     feedback weight (else 1.0). Every candidate's scores are arrays (hybrid's candidates are
     every BM25 hit, tens of thousands in a large repository), rounded as Python rounds; only
@@ -82,7 +82,7 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     near = vectors.screen(how.k)  # row ids: a superset of the k nearest
     hits, lexical_scores = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if how.match == "hybrid":
-        scored = with_context(scope, filtered, matching, params, text, time_hint)
+        scored = with_context(scope, filtered, matching, params, text, *hints)
         hits, lexical_scores = scored.row_ids, scored.scores
     top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
     lexical_of_hits = round6(lexical_scores / top) if top > 0 else np.zeros(len(hits))

@@ -1,7 +1,8 @@
-"""Time in the question (docs/recall.md, "Time in the question"): a text naming a date, a month
-or a year with its year ranks the observations of that period higher (`--time-hint auto`, the
-default), `off` ranks by the words alone; the command line, the library and MCP take the one
-request field; the same page whatever order the files came in."""
+"""Hints in the question (docs/recall.md, "Hints in the question"): a text naming a date, a
+month or a year with its year ranks the observations of that period higher (`--time-hint
+auto`, the default), one naming an entity by a word of its key ranks the observations about it
+higher (`--entity-hint auto`); `off` ranks by the words alone; the command line, the library
+and MCP take the same request fields; the same page whatever order the files came in."""
 
 from __future__ import annotations
 
@@ -83,18 +84,19 @@ def test_the_library_and_mcp_take_the_same_field(hikes):
     session.keep_open()
     try:
         for hint in ("auto", "off"):
-            got = run(session, Query(text="hiking in May 2026", time_hint=hint)).to_json()
+            got = run(session, Query(text="hiking in May 2026", time_hint=hint, entity_hint=hint)).to_json()
             assert [(o["id"], o["score"]) for o in got["observations"]] == ranked(
-                hikes, "hiking in May 2026", "--time-hint", hint)
+                hikes, "hiking in May 2026", "--time-hint", hint, "--entity-hint", hint)
     finally:
         session.close()
 
     async def scenario() -> None:
         async with stdio_session(hikes) as client:
             for hint in ("auto", "off"):
-                page = await call(client, "observation_query", mode="json", text="hiking in May 2026", timeHint=hint)
+                page = await call(client, "observation_query", mode="json", text="hiking in May 2026", timeHint=hint,
+                                  entityHint=hint)
                 assert [(o["id"], o["score"]) for o in page["observations"]] == ranked(
-                    hikes, "hiking in May 2026", "--time-hint", hint)
+                    hikes, "hiking in May 2026", "--time-hint", hint, "--entity-hint", hint)
 
     anyio.run(scenario)
 
@@ -119,3 +121,25 @@ def test_hybrid_with_a_real_model_takes_the_hint_whatever_order_the_files_came_i
     assert pages[0][0][0] == HIKES[1][0]
     off = ranked(hikes, text, "--match", "hybrid", "--time-hint", "off", env=env)
     assert off[0][0] == HIKES[2][0]
+
+
+def test_a_named_entity_ranks_its_rows_first_and_off_ranks_by_the_words(make_repo):
+    repo = make_repo("speakers")
+    adopted = observation("obs-20260301-100000-0001", event="We adopted a puppy from the shelter.", body="",
+                          entity="person/mary-ann", scope=["chat/a"])
+    told = observation("obs-20260301-100010-0002", event="Mary Ann told me the shelter has a puppy.", body="",
+                       entity="person/bob", scope=["chat/b"])
+    aside = observation("obs-20260301-100020-0003", event="Mary Ann is away.", body="", entity="person/mary-ann",
+                        scope=["chat/c"])
+    repo.add(adopted, told, aside)
+    repo.commit("speakers")
+    text = "Where did Mary Ann adopt the puppy?"
+    hinted, plain = dict(ranked(repo, text)), dict(ranked(repo, text, "--entity-hint", "off"))
+    assert ranked(repo, text)[0][0] == adopted.id
+    assert hinted[adopted.id] == round(2 * plain[adopted.id], 6) and hinted[told.id] == plain[told.id]
+    assert hinted[aside.id] == round(2 * plain[aside.id], 6)  # its own words reached it: the hint orders it
+    assert set(hinted) == set(plain), "a hint never finds a row the words did not"
+    # function words name nothing: "the" in a key is no hint
+    assert ranked(repo, "the puppy", "--entity-hint", "off") == ranked(repo, "the puppy")
+    proc = repo.obsrepo("query", "--text", "puppy", "--entity-hint", "sometimes")
+    assert proc.returncode == 2 and "--entity-hint" in proc.stdout + proc.stderr
