@@ -119,6 +119,12 @@ def test_hybrid_with_a_real_model_takes_the_hint_whatever_order_the_files_came_i
     pages = [ranked(repo, text, "--match", "hybrid", env=env) for repo in (hikes, permuted)]
     assert pages[0] == pages[1]
     assert pages[0][0][0] == HIKES[1][0]
+    # ranked by meaning, the hint multiplies the fused score, and the record says by how much
+    proc = hikes.obsrepo("query", "--text", text, "--match", "hybrid", "--format", "json", env=env)
+    first = json.loads(proc.stdout)["observations"][0]
+    scores = first["scores"]
+    assert scores["hint"] == 2.0 and first["score"] == round(
+        round(round(0.3 * scores["semantic"] + 0.7 * scores["lexical"], 6) * 2.0, 6) * scores["weight"], 6)
     off = ranked(hikes, text, "--match", "hybrid", "--time-hint", "off", env=env)
     assert off[0][0] == HIKES[2][0]
 

@@ -59,7 +59,7 @@ class Query:
                                        "hybrid (both; the default with an embedder configured, else lexical). A query "
                                        "vector of the caller's own (`embedding`) ranks by meaning too.",
                                        choices=MATCHES)] = None
-    alpha: Annotated[float, Field("hybrid: the cosine's share of the score (0..1).")] = 0.5
+    alpha: Annotated[float, Field("hybrid: the cosine's share of the score (0..1).")] = 0.3
     fusion: Annotated[str, Field("hybrid: a weighted sum of the scores (cc) or reciprocal rank fusion (rrf).",
                                  choices=FUSIONS)] = "cc"
     semantic_k: Annotated[int, Field("semantic and hybrid: the K nearest by cosine are candidates.", minimum=1,

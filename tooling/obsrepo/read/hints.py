@@ -9,7 +9,8 @@ at, after the neighbours' context (context.py):
 
 then rounded to 6 decimals once. A row no word of the text reached (score 0) stays at 0: a
 hint orders what the words found, it never finds. Everything is read from the rows that passed
-every filter (`visible`, then the filter), so another tenant's rows change nothing.
+every filter (`visible`, then the filter), so another tenant's rows change nothing. Ranked by
+meaning (semantic.py), the hint multiplies the fused score instead (`scores.hint`).
 """
 
 from __future__ import annotations
@@ -29,21 +30,33 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def hinted(scope: ReadScope, scored: Scored, text: str, in_time: bool, about: bool) -> Scored:
-    """`scored` with the hints `text` gives applied (`in_time`, `about`: each may be off)."""
+    """`scored` (a lexical ranking) with the hints `text` gives applied (`in_time`, `about`:
+    each may be off), rounded as the lexical scores are (half away from zero)."""
+    import numpy as np
+
+    from .bm25 import _round6 as round6
+
+    factor = factors(scope, scored.row_ids, text, in_time, about)
+    if factor is None:
+        return scored
+    return Scored(scored.row_ids, np.where(factor != 1.0, round6(scored.scores * factor), scored.scores))
+
+
+def factors(scope: ReadScope, row_ids: Any, text: str, in_time: bool, about: bool) -> Any:
+    """Each of `row_ids`' (sorted) factor, 1.0 where no hint points at it; None when `text`
+    gives no hint (or both are off)."""
     import numpy as np
 
     named = periods(text) if in_time and IN_TIME else []
     words = text_words(text) if about and ABOUT else frozenset()
-    if not len(scored.row_ids) or not (named or words):
-        return scored
-    factor = np.ones(len(scored.row_ids))
+    if not len(row_ids) or not (named or words):
+        return None
+    factor = np.ones(len(row_ids))
     if named:
-        factor[_in_periods(scope, scored.row_ids, named)] *= 1 + IN_TIME
+        factor[_in_periods(scope, row_ids, named)] *= 1 + IN_TIME
     if words:
-        factor[_about(scope, scored.row_ids, words)] *= 1 + ABOUT
-    from .bm25 import _round6 as round6
-
-    return Scored(scored.row_ids, np.where(factor != 1.0, round6(scored.scores * factor), scored.scores))
+        factor[_about(scope, row_ids, words)] *= 1 + ABOUT
+    return factor
 
 
 def text_words(text: str) -> frozenset[str]:

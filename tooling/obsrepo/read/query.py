@@ -145,7 +145,7 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
     for item in page.items:
         record = records[item.row_id]
         record["score"] = item.score
-        record["scores"] = {"lexical": item.lexical, "semantic": item.semantic, "weight": item.weight}
+        record["scores"] = {"lexical": item.lexical, "semantic": item.semantic, "weight": item.weight, "hint": item.hint}
         observations.append(record)
     return {"observations": observations, "total": page.total, "limit": request.limit, "offset": request.offset,
             "at_commit": scope.at_commit, "semantic_coverage": page.coverage}

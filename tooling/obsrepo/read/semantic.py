@@ -5,7 +5,8 @@ type, source, dates, retraction, retention) and nothing else, so no other tenant
 a score. Cosine is exact (every filtered row with a vector, no approximate index): the same
 commit, inputs and embedder give the same page. Candidates are the `k` nearest by cosine, and
 in `hybrid` every BM25 hit too; relevance is `α·max(cos, 0) + (1−α)·bm25/max(bm25)` (`cc`) or
-reciprocal rank fusion (`rrf`, k = 60), rounded to 6 decimals, times the feedback weight; ties
+reciprocal rank fusion (`rrf`, k = 60), rounded to 6 decimals, times the hints' factor
+(hints.py), rounded, times the feedback weight; ties
 go by the default order.
 
 Speed: the index maps each filtered row to its vector's segment and slot (`obs_vectors`),
@@ -25,6 +26,7 @@ from ..errors import missing_extra
 from ..index.vectors import TEXT_SQL, waiting_after
 from .bm25 import filtered_rows
 from .context import lexical as with_context
+from .hints import factors
 from .places import places
 from .rowids import among
 from .scope import ReadScope
@@ -54,6 +56,7 @@ class Ranked:
     lexical: float
     semantic: float
     weight: float
+    hint: float
 
 
 @dataclass(frozen=True)
@@ -82,14 +85,19 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     near = vectors.screen(how.k)  # row ids: a superset of the k nearest
     hits, lexical_scores = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if how.match == "hybrid":
-        scored = with_context(scope, filtered, matching, params, text, *hints)
+        scored = with_context(scope, filtered, matching, params, text, False, False)  # the hints apply to the fused score
         hits, lexical_scores = scored.row_ids, scored.scores
+    pool = np.union1d(near, hits)
+    hint_of = factors(scope, pool, text, *hints)
+    if hint_of is None:
+        hint_of = np.ones(len(pool))
     top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
     lexical_of_hits = round6(lexical_scores / top) if top > 0 else np.zeros(len(hits))
     weight_of_hits = scope.row_weights(hits) if weighted else np.ones(len(hits))
     kept = np.ones(len(hits), dtype=bool)
     if how.fusion != "rrf":  # rrf places every hit by its BM25 rank: all of them then
-        kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits, weight_of_hits, offset + limit)
+        kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits,
+                         weight_of_hits * hint_of[np.searchsorted(pool, hits)], offset + limit)
     involved = np.union1d(near, hits[kept])  # sorted: a row's place in it is found by searchsorted
     rank = places(scope, involved, order)
     cosine = vectors.exact(involved)  # aligned with `involved`
@@ -108,14 +116,15 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     closeness = cosine[candidates]
     semantic = round6(np.where(closeness < 0.0, 0.0, closeness))  # max(cos, 0) as Python's max keeps -0.0
     weight = weights[candidates]
+    hint = hint_of[np.searchsorted(pool, involved[candidates])]
     if how.fusion == "rrf":
         by_bm25 = hit_at[np.lexsort((rank[hit_at], -lexical_scores))]
         fused = _rrf([nearest, by_bm25], len(involved))[candidates]
     else:
         fused = _fused(how.alpha, semantic, lexical)
-    scores = _weighted(fused, weight)
+    scores = _weighted(_weighted(fused, hint), weight)
     best = np.argsort(-scores, kind="stable")[offset:offset + limit].tolist()  # ties: the default order
-    columns = [values[best].tolist() for values in (involved[candidates], scores, lexical, semantic, weight)]
+    columns = [values[best].tolist() for values in (involved[candidates], scores, lexical, semantic, weight, hint)]
     items = [Ranked(*item) for item in zip(*columns)]
     total = len(hits) + int(np.count_nonzero(~among(hits, involved[nearest])))
     return RankedPage(items, total, {"candidates": len(filtered.rows), "with_vectors": vectors.count})
@@ -133,7 +142,8 @@ def _weighted(fused: Any, weight: Any) -> Any:
 
 def _reaching(alpha: float, rough: Any, margin: float, lexical: Any, weight: Any, need: int) -> Any:
     """Which BM25 hits may reach the first `need` places (a mask). A hit's score is
-    `round6(round6(α·round6(max(cos, 0)) + (1−α)·lexical) × weight)`: within `slack` of the
+    `round6(round6(α·round6(max(cos, 0)) + (1−α)·lexical) × weight)` (`weight`: the feedback
+    weight times the hint, one rounding more, within the same slack): within `slack` of the
     same without the roundings (each moves a value by at most half a millionth), and that is
     monotone in the cosine (α and the weight ≥ 0), which lies within `margin` of its float32
     value. So each hit's score lies between its `low` and `high`, and a hit whose `high` is
