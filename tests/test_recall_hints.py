@@ -125,6 +125,13 @@ def test_hybrid_with_a_real_model_takes_the_hint_whatever_order_the_files_came_i
     scores = first["scores"]
     assert scores["hint"] == 2.0 and first["score"] == round(
         round(round(0.3 * scores["semantic"] + 0.7 * scores["lexical"], 6) * 2.0, 6) * scores["weight"], 6)
+    # the hints are computed for the rows that may reach the page only: every page is a slice of
+    # the whole ranking, whatever its size and offset
+    for match in ("lexical", "hybrid"):
+        whole = ranked(permuted, text, "--match", match, env=env)
+        for limit, offset in ((1, 0), (1, 1), (2, 1), (3, 0)):
+            assert ranked(permuted, text, "--match", match, "--limit", str(limit), "--offset", str(offset),
+                          env=env) == whole[offset:offset + limit], (match, limit, offset)
     off = ranked(hikes, text, "--match", "hybrid", "--time-hint", "off", env=env)
     assert off[0][0] == HIKES[2][0]
 

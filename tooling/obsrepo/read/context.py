@@ -17,22 +17,16 @@ from __future__ import annotations
 from typing import Any
 
 from .bm25 import Filtered, Scored, bm25
-from .hints import hinted
 from .scope import ReadScope
 
 PREVIOUS = 0.4  # the weight of the previous row's BM25
 NEXT = 0.2  # the weight of the next row's BM25
 
 
-def lexical(scope: ReadScope, filtering: Filtered, matching: str, params: list, text: str,
-            in_time: bool = True, about: bool = True) -> Scored:
+def lexical(scope: ReadScope, filtering: Filtered, matching: str, params: list, text: str) -> Scored:
     """BM25 of the filtered rows with their neighbours' folded in: every row that holds a term of
-    `text`, or whose neighbour does, with its score (rounded to 6 decimals), by ascending row id;
-    then the hints `text` gives (hints.py: `in_time`, `about`)."""
-    return hinted(scope, _with_neighbours(scope, filtering, matching, params, text), text, in_time, about)
-
-
-def _with_neighbours(scope: ReadScope, filtering: Filtered, matching: str, params: list, text: str) -> Scored:
+    `text`, or whose neighbour does, with its score (rounded to 6 decimals), by ascending row id
+    (the hints, hints.py, apply to the rows that may reach a page)."""
     import numpy as np
 
     from .bm25 import _round6 as round6

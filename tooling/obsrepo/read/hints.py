@@ -42,6 +42,16 @@ def hinted(scope: ReadScope, scored: Scored, text: str, in_time: bool, about: bo
     return Scored(scored.row_ids, np.where(factor != 1.0, round6(scored.scores * factor), scored.scores))
 
 
+def most(text: str, in_time: bool, about: bool) -> float:
+    """The largest factor the hints of `text` may give a row (1.0: no hint)."""
+    factor = 1.0
+    if in_time and IN_TIME and periods(text):
+        factor *= 1 + IN_TIME
+    if about and ABOUT and text_words(text):
+        factor *= 1 + ABOUT
+    return factor
+
+
 def factors(scope: ReadScope, row_ids: Any, text: str, in_time: bool, about: bool) -> Any:
     """Each of `row_ids`' (sorted) factor, 1.0 where no hint points at it; None when `text`
     gives no hint (or both are off)."""

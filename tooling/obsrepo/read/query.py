@@ -259,23 +259,35 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     page's last) are joined for that order."""
     import numpy as np
 
-    from .bm25 import filtered_rows
+    from . import hints
+    from .bm25 import Scored, filtered_rows
     from .context import lexical
     from .places import places
 
-    scored = lexical(scope, filtered_rows(scope, matching, params), matching, params, request.text or "",
-                     request.rank_in_time, request.rank_about)
+    text = request.text or ""
+    scored = lexical(scope, filtered_rows(scope, matching, params), matching, params, text)
     total = len(scored.row_ids)
-    ranking = scored.scores
-    if not request.unweighted:
-        ranking = ranking * scope.row_weights(scored.row_ids)
     end = request.offset + request.limit
     if request.offset >= total:
         return [], total
-    reaching = np.arange(total) if total <= end else np.flatnonzero(ranking >= np.partition(ranking, total - end)[total - end])
-    rank = places(scope, scored.row_ids[reaching], order)  # only their places in the default order are read
+    weights = np.ones(total) if request.unweighted else scope.row_weights(scored.row_ids)
+    # the hints (hints.py) multiply a score by at most `most`: a row whose score that many times
+    # (and a rounding) ranks below the page's last before them cannot reach the page after them
+    most = hints.most(text, request.rank_in_time, request.rank_about)
+    maybe = np.arange(total)
+    if total > end and not (weights < 0).any():
+        ranking = scored.scores * weights
+        bar = np.partition(ranking, total - end)[total - end]
+        maybe = np.flatnonzero((scored.scores * most + 2e-6) * weights + 2e-6 >= bar)
+    row_ids = scored.row_ids[maybe]
+    scores = hints.hinted(scope, Scored(row_ids, scored.scores[maybe]), text, request.rank_in_time,
+                          request.rank_about).scores
+    ranking = scores * weights[maybe]
+    count = len(maybe)
+    reaching = np.arange(count) if count <= end else np.flatnonzero(ranking >= np.partition(ranking, count - end)[count - end])
+    rank = places(scope, row_ids[reaching], order)  # only their places in the default order are read
     best = reaching[np.lexsort((rank, -ranking[reaching]))][request.offset:end]
-    return [(int(row_id), float(score)) for row_id, score in zip(scored.row_ids[best], scored.scores[best])], total
+    return [(int(row_id), float(score)) for row_id, score in zip(row_ids[best], scores[best])], total
 
 
 def _iso(text: str) -> str:

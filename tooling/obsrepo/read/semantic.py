@@ -26,7 +26,7 @@ from ..errors import missing_extra
 from ..index.vectors import TEXT_SQL, waiting_after
 from .bm25 import filtered_rows
 from .context import lexical as with_context
-from .hints import factors
+from .hints import factors, most
 from .places import places
 from .rowids import among
 from .scope import ReadScope
@@ -85,20 +85,19 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     near = vectors.screen(how.k)  # row ids: a superset of the k nearest
     hits, lexical_scores = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if how.match == "hybrid":
-        scored = with_context(scope, filtered, matching, params, text, False, False)  # the hints apply to the fused score
+        scored = with_context(scope, filtered, matching, params, text)  # the hints apply to the fused score
         hits, lexical_scores = scored.row_ids, scored.scores
-    pool = np.union1d(near, hits)
-    hint_of = factors(scope, pool, text, *hints)
-    if hint_of is None:
-        hint_of = np.ones(len(pool))
     top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
     lexical_of_hits = round6(lexical_scores / top) if top > 0 else np.zeros(len(hits))
     weight_of_hits = scope.row_weights(hits) if weighted else np.ones(len(hits))
     kept = np.ones(len(hits), dtype=bool)
     if how.fusion != "rrf":  # rrf places every hit by its BM25 rank: all of them then
-        kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits,
-                         weight_of_hits * hint_of[np.searchsorted(pool, hits)], offset + limit)
+        kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits, weight_of_hits,
+                         offset + limit, most(text, *hints))
     involved = np.union1d(near, hits[kept])  # sorted: a row's place in it is found by searchsorted
+    hint_of = factors(scope, involved, text, *hints)
+    if hint_of is None:
+        hint_of = np.ones(len(involved))
     rank = places(scope, involved, order)
     cosine = vectors.exact(involved)  # aligned with `involved`
     near_at, hit_at = np.searchsorted(involved, near), np.searchsorted(involved, hits[kept])
@@ -116,7 +115,7 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     closeness = cosine[candidates]
     semantic = round6(np.where(closeness < 0.0, 0.0, closeness))  # max(cos, 0) as Python's max keeps -0.0
     weight = weights[candidates]
-    hint = hint_of[np.searchsorted(pool, involved[candidates])]
+    hint = hint_of[candidates]
     if how.fusion == "rrf":
         by_bm25 = hit_at[np.lexsort((rank[hit_at], -lexical_scores))]
         fused = _rrf([nearest, by_bm25], len(involved))[candidates]
@@ -140,22 +139,22 @@ def _weighted(fused: Any, weight: Any) -> Any:
     return np.where(weight == 1.0, fused, round6(fused * weight))  # round(f × 1.0, 6) is f
 
 
-def _reaching(alpha: float, rough: Any, margin: float, lexical: Any, weight: Any, need: int) -> Any:
+def _reaching(alpha: float, rough: Any, margin: float, lexical: Any, weight: Any, need: int, most: float = 1.0) -> Any:
     """Which BM25 hits may reach the first `need` places (a mask). A hit's score is
-    `round6(round6(α·round6(max(cos, 0)) + (1−α)·lexical) × weight)` (`weight`: the feedback
-    weight times the hint, one rounding more, within the same slack): within `slack` of the
-    same without the roundings (each moves a value by at most half a millionth), and that is
-    monotone in the cosine (α and the weight ≥ 0), which lies within `margin` of its float32
-    value. So each hit's score lies between its `low` and `high`, and a hit whose `high` is
-    below the `need`-th best `low` has `need` candidates above it."""
+    `round6(round6(round6(α·round6(max(cos, 0)) + (1−α)·lexical) × hint) × weight)`, the hint
+    between 1 and `most`: within `slack` of the same without the roundings (each moves a value
+    by at most half a millionth), and that is monotone in the cosine (α, the hint and the weight
+    ≥ 0), which lies within `margin` of its float32 value. So each hit's score lies between its
+    `low` (hint 1) and `high` (hint `most`), and a hit whose `high` is below the `need`-th best
+    `low` has `need` candidates above it."""
     import numpy as np
 
     if len(rough) <= need or (weight < 0).any():
         return np.ones(len(rough), dtype=bool)
-    slack = 2e-6 * (1 + weight)  # the roundings' half millionths (three at most), twice
+    slack = 2e-6 * (1 + weight * most)  # the roundings' half millionths (four at most), twice
     base = (1 - alpha) * lexical
     low = (alpha * np.maximum(rough - margin, 0.0) + base) * weight - slack
-    high = (alpha * np.maximum(rough + margin, 0.0) + base) * weight + slack
+    high = (alpha * np.maximum(rough + margin, 0.0) + base) * weight * most + slack
     bar = np.partition(low, len(low) - need)[len(low) - need]
     return high >= bar
 
