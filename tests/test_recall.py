@@ -152,8 +152,8 @@ def test_bill_settled_finds_invoice_paid_by_meaning_and_the_exact_term_ranks_fir
     hybrid = ok(repo, "query", "--text", "bill settled", env=env)  # hybrid: the default with an embedder
     assert ids(hybrid)[:2] == ["obs-20260210-090000-0001", "obs-20260212-090000-0003"]
     first = hybrid["observations"][0]
-    assert first["scores"]["lexical"] == 1.0 and first["scores"]["weight"] == 1.0
-    assert first["score"] == round(round(0.5 * first["scores"]["semantic"] + 0.5 * 1.0, 6) * 1.0, 6)
+    assert first["scores"]["lexical"] == 1.0 and first["scores"]["weight"] == 1.0 and first["scores"]["hint"] == 1.0
+    assert first["score"] == round(round(0.3 * first["scores"]["semantic"] + 0.7 * 1.0, 6) * 1.0, 6)  # α 0.3 by default
     assert hybrid["semantic_coverage"] == {"candidates": 3, "with_vectors": 3} and hybrid["total"] == 3
     only_meaning = ok(repo, "query", "--text", "bill settled", "--alpha", "1", env=env)
     assert only_meaning["observations"][0]["score"] == only_meaning["observations"][1]["score"]

@@ -33,12 +33,18 @@ sys.path.insert(0, os.path.join(ROOT, "tooling"))
 
 from locomo import baselines, convert, metrics  # noqa: E402
 
+OFF = {"time_hint": "off", "entity_hint": "off"}
 METHODS = {  # label: Query options
     "obsrepo lexical": {"match": "lexical"},
-    "lexical, no context": {"match": "lexical", "_set": {"PREVIOUS": 0.0, "NEXT": 0.0}},
-    "lexical, no context, no stop words": {"match": "lexical", "_set": {"PREVIOUS": 0.0, "NEXT": 0.0, "DROP": False}},
+    "lexical, no entity hint": {"match": "lexical", "entity_hint": "off"},
+    "lexical, no hints": {"match": "lexical", **OFF},
+    "lexical, no hints, no context": {"match": "lexical", **OFF, "_set": {"PREVIOUS": 0.0, "NEXT": 0.0}},
+    "lexical, no hints, no context, no stop words": {"match": "lexical", **OFF,
+                                                     "_set": {"PREVIOUS": 0.0, "NEXT": 0.0, "DROP": False}},
     "obsrepo semantic": {"match": "semantic"},
     "obsrepo hybrid cc": {"match": "hybrid"},
+    "hybrid cc, alpha 0.5": {"match": "hybrid", "alpha": 0.5},
+    "hybrid cc, no hints": {"match": "hybrid", **OFF},
     "obsrepo hybrid rrf": {"match": "hybrid", "fusion": "rrf"},
 }
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,8 @@ from .paths import overlay_path
 from .reader import open_reader
 from .watch_lock import watcher_pid
 from .writer import IndexFiles
+
+IDLE_SCOPES = 16  # read scopes a generation keeps between requests, the least recently given back closed first
 
 
 def _identity(path: str) -> tuple[int, int, int] | None:
@@ -88,6 +91,17 @@ class _Generation:
         self.drafts = drafts  # the watcher's overlay file as it was when this generation opened
         self.users = 0
         self.memo: dict[tuple, Any] = {}  # answers that depend only on this generation (read/scope.py)
+        # read scopes between requests, by what their views depend on (commit, binding, ceiling, …)
+        self.idle: OrderedDict[tuple, list[Any]] = OrderedDict()
+
+    def cursor(self) -> Any:
+        """A cursor of the generation's own connection (a kept read scope's: it outlives a lease)."""
+        return self.con.cursor()
+
+    def close_idle(self) -> None:
+        while self.idle:
+            for scope in self.idle.popitem(last=False)[1]:
+                scope.close()
 
 
 class Lease:
@@ -96,22 +110,58 @@ class Lease:
 
     def __init__(self, owner: LiveIndex, generation: _Generation) -> None:
         self._owner = owner
-        self._generation = generation
-        self._cursor = generation.con.cursor()
+        self._generation: _Generation | None = generation
+        self._cursor: Any = None  # opened when first used: a read over a kept scope needs none
         self.commit = generation.commit
         self.memo = generation.memo
 
     def __getattr__(self, name: str) -> Any:
+        if self._cursor is None:
+            if self._generation is None:
+                raise AttributeError(f"{name}: the lease was given back")
+            self._cursor = self._generation.con.cursor()
         return getattr(self._cursor, name)
 
+    def scope(self, key: tuple, build: Callable[[Any], Any]) -> Any:
+        """A read scope of `key` kept from an earlier request of this generation, else
+        `build(source)` of a source whose cursors outlive the lease: building one (its views,
+        the stewardship relation) costs more than a text question asked of it. `key` must name
+        everything the scope's views depend on: the commit, the binding, the ceiling, the
+        retention and the drafts; a scope is never handed to two requests at once."""
+        with self._owner._state:
+            generation = self._generation
+            assert generation is not None
+            kept = generation.idle.get(key)
+            if kept:
+                return kept.pop()
+        return build(generation)
+
+    def keep(self, key: tuple, scope: Any) -> None:
+        """Give back a scope `scope(key, …)` handed out, unchanged in what its views show."""
+        with self._owner._state:
+            generation = self._generation
+            assert generation is not None
+            generation.idle.setdefault(key, []).append(scope)
+            generation.idle.move_to_end(key)
+            evicted = []
+            while sum(len(kept) for kept in generation.idle.values()) > IDLE_SCOPES:
+                oldest = next(iter(generation.idle.values()))
+                evicted.append(oldest.pop(0))
+                if not oldest:
+                    generation.idle.popitem(last=False)
+        for old in evicted:
+            old.close()
+
     def close(self) -> None:
-        if self._cursor is None:
+        generation = self._generation
+        if generation is None:
             return
         try:
-            self._cursor.close()
+            if self._cursor is not None:
+                self._cursor.close()
         finally:
-            self._cursor = None
-            self._owner._release(self._generation)
+            self._cursor, self._generation = None, None
+            self._owner._release(generation)
 
 
 class LiveIndex:
@@ -175,6 +225,7 @@ class LiveIndex:
                 return
             while current.users:
                 self._state.wait()
+            current.close_idle()
             current.con.close()
             self._current = None
 

@@ -21,6 +21,7 @@ from .values import Binding, Ceiling, Moment, Page
 
 MATCHES = ("lexical", "semantic", "hybrid")
 FUSIONS = ("cc", "rrf")
+HINTS = ("auto", "off")
 MAX_SEMANTIC_K = 10_000
 
 
@@ -60,11 +61,17 @@ class Query:
                                        "hybrid (both; the default with an embedder configured, else lexical). A query "
                                        "vector of the caller's own (`embedding`) ranks by meaning too.",
                                        choices=MATCHES)] = None
-    alpha: Annotated[float, Field("hybrid: the cosine's share of the score (0..1).")] = 0.5
+    alpha: Annotated[float, Field("hybrid: the cosine's share of the score (0..1).")] = 0.3
     fusion: Annotated[str, Field("hybrid: a weighted sum of the scores (cc) or reciprocal rank fusion (rrf).",
                                  choices=FUSIONS)] = "cc"
     semantic_k: Annotated[int, Field("semantic and hybrid: the K nearest by cosine are candidates.", minimum=1,
                                      maximum=MAX_SEMANTIC_K, placeholder="K")] = 100
+    time_hint: Annotated[str, Field("`text` naming a date, a month or a year with its year (\"in May 2023\"): auto ranks "
+                                    "the observations of that period higher; off ranks by the words alone.",
+                                    choices=HINTS)] = "auto"
+    entity_hint: Annotated[str, Field("`text` naming an entity by a word of its key (\"Caroline\" for person/caroline): "
+                                      "auto ranks the observations about it higher; off ranks by the words alone.",
+                                      choices=HINTS)] = "auto"
     embedding: Annotated[tuple[float, ...] | None,
                          Field("The caller's own query vector, of the configured embedder's kind and size: ranks by "
                                "meaning without embedding `text`.", max_items=8192)] = None
@@ -142,13 +149,17 @@ def filters(request: Query) -> Any:
     page = Page.of(request.limit, request.offset)
     if request.order not in ("asc", "desc"):
         raise UsageError("order is asc or desc", parameter="order")
+    for name in ("time_hint", "entity_hint"):
+        if getattr(request, name) not in HINTS:
+            raise UsageError(f"{name} '{getattr(request, name)}' is auto or off", parameter=name)
     after, before = Moment.optional(request.after, "after"), Moment.optional(request.before, "before")
     Ceiling.parse(request.max_classification, "max_classification")
     return QueryRequest(scopes=tuple(request.scopes), type=request.type, source=request.source,
                         after=after.value if after else None, before=before.value if before else None,
                         entity=request.entity, text=request.text, max_classification=request.max_classification,
                         include_retracted=request.include_retracted, include_expired=request.include_expired,
-                        unweighted=request.unweighted, limit=page.limit, offset=page.offset, order=request.order)
+                        unweighted=request.unweighted, limit=page.limit, offset=page.offset, order=request.order,
+                        rank_in_time=request.time_hint == "auto", rank_about=request.entity_hint == "auto")
 
 
 def _where(request: Query) -> dict[str, str | None]:

@@ -169,6 +169,8 @@ class Session:
                     return work(con)
                 if block is not None and sharing:
                     return work(block.scope(key, self._scope))
+                if self._live is not None and hasattr(con, "keep"):  # a kept-open generation keeps its scopes
+                    return self._kept_scope(con, key, work)
                 scope = self._scope(con, key)
                 try:
                     return work(scope)
@@ -209,6 +211,22 @@ class Session:
         finally:
             self._together.block.close()
             self._together.block = None
+
+    def _kept_scope(self, lease: Any, key: tuple, work: Callable[[Any], T]) -> T:
+        """`work` over a read scope the generation keeps between requests (index/live.py): given
+        back only when the read left its views as it found them and raised nothing."""
+        scope = lease.scope(key, lambda source: self._scope(source, key))
+        at = scope.at_commit
+        try:
+            answer = work(scope)
+        except BaseException:
+            scope.close()
+            raise
+        if scope.at_commit == at and scope.answers is None:
+            lease.keep(key, scope)
+        else:
+            scope.close()
+        return answer
 
     def _scope(self, con: Any, key: tuple) -> Any:
         from ..read.scope import ReadScope

@@ -25,7 +25,8 @@ NEXT = 0.2  # the weight of the next row's BM25
 
 def lexical(scope: ReadScope, filtering: Filtered, matching: str, params: list, text: str) -> Scored:
     """BM25 of the filtered rows with their neighbours' folded in: every row that holds a term of
-    `text`, or whose neighbour does, with its score (rounded to 6 decimals), by ascending row id."""
+    `text`, or whose neighbour does, with its score (rounded to 6 decimals), by ascending row id
+    (the hints, hints.py, apply to the rows that may reach a page)."""
     import numpy as np
 
     from .bm25 import _round6 as round6
@@ -37,30 +38,25 @@ def lexical(scope: ReadScope, filtering: Filtered, matching: str, params: list, 
     filtered = filtering.rows
     around = neighbours(scope, filtering, matching, params)  # [previous, next] positions in `filtered`, -1: none
     at = np.searchsorted(filtered, scored.row_ids)  # the hits' positions
-    reached = [at]
+    # over the filtered rows' positions, dense: a mask and a value per position cost a pass of
+    # simple steps where sorting or hashing a few hundred thousand hits costs ten times more
+    own = np.zeros(len(filtered))  # each position's BM25, 0 for a row that is not a hit
+    own[at] = scored.scores
+    reached = np.zeros(len(filtered), dtype=bool)
+    reached[at] = True
     for weight, side in weights:
         if weight:  # the rows whose neighbour on the other side is a hit
             other = around[1 - side][at]
-            reached.append(other[other >= 0])
-    rows = np.unique(np.concatenate(reached))
-    total = _score_at(at, scored.scores, rows)
+            reached[other[other >= 0]] = True
+    rows = np.flatnonzero(reached)
+    total = own[rows]
     for weight, side in weights:
         if weight:
             near = around[side][rows]
-            total = total + weight * np.where(near >= 0, _score_at(at, scored.scores, np.maximum(near, 0)), 0.0)
+            total = total + weight * np.where(near >= 0, own[np.maximum(near, 0)], 0.0)
     total = round6(total)
     keep = total > 0
     return Scored(filtered[rows[keep]].astype(np.int64), total[keep])
-
-
-def _score_at(at: Any, scores: Any, positions: Any) -> Any:
-    """The BM25 of the rows at `positions` (0 for a row that is not a hit); `at`: the hits' positions, ascending."""
-    import numpy as np
-
-    if not len(at):
-        return np.zeros(len(positions))
-    found = np.minimum(np.searchsorted(at, positions), len(at) - 1)
-    return np.where(at[found] == positions, scores[found], 0.0)
 
 
 def neighbours(scope: ReadScope, filtering: Filtered, matching: str, params: list) -> Any:

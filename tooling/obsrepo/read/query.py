@@ -8,6 +8,8 @@ tenant or commit.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -39,6 +41,8 @@ class QueryRequest:
     offset: int = 0
     order: str = "desc"
     semantic: Any = None  # semantic.Semantic: --match semantic|hybrid (docs/design.md §15)
+    rank_in_time: bool = True  # a row observed in a period the text names ranks higher (hints.py)
+    rank_about: bool = True  # a row about an entity the text names ranks higher (hints.py)
     brief: bool = False  # records of BRIEF's keys only (recall's): a page then reads no body, data or context
 
 
@@ -112,12 +116,12 @@ def run_query(scope: ReadScope, request: QueryRequest) -> dict[str, Any]:
         else:  # past the last page
             total = scope.one(f"SELECT count(*) FROM ({matching})", params)[0]
     records = fetch_records(scope, [row_id for row_id, _ in page], request.brief)
-    weights = _weights_of(scope, [records[row_id]["id"] for row_id, _ in page]) if request.text else {}
+    weights = _row_weights(scope, [row_id for row_id, _ in page]) if request.text else {}
     observations = []
     for row_id, score in page:
         record = records[row_id]
         if request.text:
-            record["weight"] = weights.get(record["id"], 1.0)
+            record["weight"] = weights[row_id]
             record["score"] = score
         observations.append(record)
     return {
@@ -135,13 +139,13 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
     from .semantic import ranked
 
     page = ranked(scope, matching, params, request.text or "", request.semantic, order, not request.unweighted,
-                  request.offset, request.limit)
+                  request.offset, request.limit, (request.rank_in_time, request.rank_about))
     records = fetch_records(scope, [item.row_id for item in page.items], request.brief)
     observations = []
     for item in page.items:
         record = records[item.row_id]
         record["score"] = item.score
-        record["scores"] = {"lexical": item.lexical, "semantic": item.semantic, "weight": item.weight}
+        record["scores"] = {"lexical": item.lexical, "semantic": item.semantic, "weight": item.weight, "hint": item.hint}
         observations.append(record)
     return {"observations": observations, "total": page.total, "limit": request.limit, "offset": request.offset,
             "at_commit": scope.at_commit, "semantic_coverage": page.coverage}
@@ -195,10 +199,7 @@ def fetch_records(scope: ReadScope, row_ids: list[int], brief: bool = False) -> 
     for ids in (drafts, [r for r in row_ids if not is_draft_row(r)]):  # each a narrow row-id range
         if not ids:
             continue
-        # the ids written into the statement: a list handed over as a parameter costs ~2 ms to convert
-        rows = scope.rows(f"SELECT o.row_id, {BRIEF_SQL if brief else RECORD_SQL + ', NULL, NULL'} "
-                          f"FROM {scope.records_of(ids, BRIEF if brief else None)} AS o")
-        for row in rows:
+        for row in _record_rows(scope, ids, brief):
             found[row[0]] = _brief(row[1:]) if brief else _record(row[1:], False)
             if ids is drafts:
                 found[row[0]]["uncommitted"] = True
@@ -212,11 +213,42 @@ def fetch_records(scope: ReadScope, row_ids: list[int], brief: bool = False) -> 
     return found
 
 
-def _weights_of(scope: ReadScope, ids: list[str]) -> dict[str, float]:
-    if not ids:
+RECORDS_KEPT = 4096  # the records of its latest pages a kept-open reader keeps per index generation and view
+_KEEPING = threading.Lock()
+
+
+def _record_rows(scope: ReadScope, ids: list[int], brief: bool) -> list[tuple]:
+    """The rows of `ids` as `fetch_records` unpacks them. A kept-open reader keeps those of its
+    latest pages for the index generation and view (commit, binding, ceiling, retention, drafts:
+    `view_key`), so a record is read by row id once, not once per page it appears on."""
+    def read(wanted: list[int]) -> list[tuple]:
+        # the ids written into the statement: a list handed over as a parameter costs ~2 ms to convert
+        return scope.rows(f"SELECT o.row_id, {BRIEF_SQL if brief else RECORD_SQL + ', NULL, NULL'} "
+                          f"FROM {scope.records_of(wanted, BRIEF if brief else None)} AS o")
+
+    if scope.memo is None:
+        return read(ids)
+    kept: OrderedDict = scope.remember(("records", brief, *scope.view_key()), OrderedDict)
+    with _KEEPING:
+        known = [kept[r] for r in ids if r in kept]
+    missing = [r for r in ids if r not in {row[0] for row in known}]
+    fresh = read(missing) if missing else []
+    with _KEEPING:
+        for row in known + fresh:
+            kept[row[0]] = row
+            kept.move_to_end(row[0])
+        while len(kept) > RECORDS_KEPT:
+            kept.popitem(last=False)
+    return known + fresh
+
+
+def _row_weights(scope: ReadScope, row_ids: list[int]) -> dict[int, float]:
+    """The feedback weight of each row of a page (1.0 without feedback)."""
+    import numpy as np
+
+    if not row_ids:
         return {}
-    return dict(scope.rows(f"SELECT observation_id, weight FROM {scope.weights()} "
-                           "WHERE list_contains(?::VARCHAR[], observation_id)", [ids]))
+    return dict(zip(row_ids, scope.row_weights(np.asarray(row_ids, dtype=np.int64)).tolist()))
 
 
 def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequest,
@@ -227,23 +259,35 @@ def _text_page(scope: ReadScope, matching: str, params: list, request: QueryRequ
     page's last) are joined for that order."""
     import numpy as np
 
-    from .bm25 import filtered_rows
+    from . import hints
+    from .bm25 import Scored, filtered_rows
     from .context import lexical
+    from .places import places
 
-    scored = lexical(scope, filtered_rows(scope, matching, params), matching, params, request.text or "")
+    text = request.text or ""
+    scored = lexical(scope, filtered_rows(scope, matching, params), matching, params, text)
     total = len(scored.row_ids)
-    ranking = scored.scores
-    if not request.unweighted:
-        ranking = ranking * scope.row_weights(scored.row_ids)
     end = request.offset + request.limit
     if request.offset >= total:
         return [], total
-    reaching = np.arange(total) if total <= end else np.flatnonzero(ranking >= np.partition(ranking, total - end)[total - end])
-    placed = scope.placed(scored.row_ids[reaching])  # only their places in the default order are read
-    with scope.registered("text_page_rows", {"row_id": scored.row_ids[reaching], "ranking": ranking[reaching],
-                                             "score": scored.scores[reaching]}):
-        return scope.rows(f"SELECT c.row_id, c.score FROM text_page_rows AS c JOIN {placed} AS v USING (row_id) "
-                          f"ORDER BY c.ranking DESC, {order} LIMIT ? OFFSET ?", [request.limit, request.offset]), total
+    weights = np.ones(total) if request.unweighted else scope.row_weights(scored.row_ids)
+    # the hints (hints.py) multiply a score by at most `most`: a row whose score that many times
+    # (and a rounding) ranks below the page's last before them cannot reach the page after them
+    most = hints.most(text, request.rank_in_time, request.rank_about)
+    maybe = np.arange(total)
+    if total > end and not (weights < 0).any():
+        ranking = scored.scores * weights
+        bar = np.partition(ranking, total - end)[total - end]
+        maybe = np.flatnonzero((scored.scores * most + 2e-6) * weights + 2e-6 >= bar)
+    row_ids = scored.row_ids[maybe]
+    scores = hints.hinted(scope, Scored(row_ids, scored.scores[maybe]), text, request.rank_in_time,
+                          request.rank_about).scores
+    ranking = scores * weights[maybe]
+    count = len(maybe)
+    reaching = np.arange(count) if count <= end else np.flatnonzero(ranking >= np.partition(ranking, count - end)[count - end])
+    rank = places(scope, row_ids[reaching], order)  # only their places in the default order are read
+    best = reaching[np.lexsort((rank, -ranking[reaching]))][request.offset:end]
+    return [(int(row_id), float(score)) for row_id, score in zip(row_ids[best], scores[best])], total
 
 
 def _iso(text: str) -> str:

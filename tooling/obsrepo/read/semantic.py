@@ -5,7 +5,8 @@ type, source, dates, retraction, retention) and nothing else, so no other tenant
 a score. Cosine is exact (every filtered row with a vector, no approximate index): the same
 commit, inputs and embedder give the same page. Candidates are the `k` nearest by cosine, and
 in `hybrid` every BM25 hit too; relevance is `α·max(cos, 0) + (1−α)·bm25/max(bm25)` (`cc`) or
-reciprocal rank fusion (`rrf`, k = 60), rounded to 6 decimals, times the feedback weight; ties
+reciprocal rank fusion (`rrf`, k = 60), rounded to 6 decimals, times the hints' factor
+(hints.py), rounded, times the feedback weight; ties
 go by the default order.
 
 Speed: the index maps each filtered row to its vector's segment and slot (`obs_vectors`),
@@ -25,6 +26,8 @@ from ..errors import missing_extra
 from ..index.vectors import TEXT_SQL, waiting_after
 from .bm25 import filtered_rows
 from .context import lexical as with_context
+from .hints import factors, most
+from .places import places
 from .rowids import among
 from .scope import ReadScope
 
@@ -53,6 +56,7 @@ class Ranked:
     lexical: float
     semantic: float
     weight: float
+    hint: float
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ class RankedPage:
 
 
 def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semantic, order: str,
-           weighted: bool, offset: int, limit: int) -> RankedPage:
+           weighted: bool, offset: int, limit: int, hints: tuple[bool, bool] = (True, True)) -> RankedPage:
     """The candidates ranked, the page at `offset`; `weighted`: times each observation's
     feedback weight (else 1.0). Every candidate's scores are arrays (hybrid's candidates are
     every BM25 hit, tens of thousands in a large repository), rounded as Python rounds; only
@@ -81,16 +85,20 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     near = vectors.screen(how.k)  # row ids: a superset of the k nearest
     hits, lexical_scores = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if how.match == "hybrid":
-        scored = with_context(scope, filtered, matching, params, text)
+        scored = with_context(scope, filtered, matching, params, text)  # the hints apply to the fused score
         hits, lexical_scores = scored.row_ids, scored.scores
     top = float(lexical_scores.max()) if len(lexical_scores) else 0.0
     lexical_of_hits = round6(lexical_scores / top) if top > 0 else np.zeros(len(hits))
     weight_of_hits = scope.row_weights(hits) if weighted else np.ones(len(hits))
     kept = np.ones(len(hits), dtype=bool)
     if how.fusion != "rrf":  # rrf places every hit by its BM25 rank: all of them then
-        kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits, weight_of_hits, offset + limit)
+        kept = _reaching(how.alpha, vectors.rough_of(hits), vectors.margin, lexical_of_hits, weight_of_hits,
+                         offset + limit, most(text, *hints))
     involved = np.union1d(near, hits[kept])  # sorted: a row's place in it is found by searchsorted
-    rank = _order(scope, involved, order)
+    hint_of = factors(scope, involved, text, *hints)
+    if hint_of is None:
+        hint_of = np.ones(len(involved))
+    rank = places(scope, involved, order)
     cosine = vectors.exact(involved)  # aligned with `involved`
     near_at, hit_at = np.searchsorted(involved, near), np.searchsorted(involved, hits[kept])
     nearest = near_at[np.lexsort((rank[near_at], -cosine[near_at]))][:how.k]  # ties: the default order
@@ -107,16 +115,16 @@ def ranked(scope: ReadScope, matching: str, params: list, text: str, how: Semant
     closeness = cosine[candidates]
     semantic = round6(np.where(closeness < 0.0, 0.0, closeness))  # max(cos, 0) as Python's max keeps -0.0
     weight = weights[candidates]
+    hint = hint_of[candidates]
     if how.fusion == "rrf":
         by_bm25 = hit_at[np.lexsort((rank[hit_at], -lexical_scores))]
         fused = _rrf([nearest, by_bm25], len(involved))[candidates]
     else:
         fused = _fused(how.alpha, semantic, lexical)
-    scores = _weighted(fused, weight)
+    scores = _weighted(_weighted(fused, hint), weight)
     best = np.argsort(-scores, kind="stable")[offset:offset + limit].tolist()  # ties: the default order
-    row_ids = involved[candidates]
-    items = [Ranked(int(row_ids[i]), float(scores[i]), float(lexical[i]), float(semantic[i]), float(weight[i]))
-             for i in best]
+    columns = [values[best].tolist() for values in (involved[candidates], scores, lexical, semantic, weight, hint)]
+    items = [Ranked(*item) for item in zip(*columns)]
     total = len(hits) + int(np.count_nonzero(~among(hits, involved[nearest])))
     return RankedPage(items, total, {"candidates": len(filtered.rows), "with_vectors": vectors.count})
 
@@ -131,21 +139,22 @@ def _weighted(fused: Any, weight: Any) -> Any:
     return np.where(weight == 1.0, fused, round6(fused * weight))  # round(f × 1.0, 6) is f
 
 
-def _reaching(alpha: float, rough: Any, margin: float, lexical: Any, weight: Any, need: int) -> Any:
+def _reaching(alpha: float, rough: Any, margin: float, lexical: Any, weight: Any, need: int, most: float = 1.0) -> Any:
     """Which BM25 hits may reach the first `need` places (a mask). A hit's score is
-    `round6(round6(α·round6(max(cos, 0)) + (1−α)·lexical) × weight)`: within `slack` of the
-    same without the roundings (each moves a value by at most half a millionth), and that is
-    monotone in the cosine (α and the weight ≥ 0), which lies within `margin` of its float32
-    value. So each hit's score lies between its `low` and `high`, and a hit whose `high` is
-    below the `need`-th best `low` has `need` candidates above it."""
+    `round6(round6(round6(α·round6(max(cos, 0)) + (1−α)·lexical) × hint) × weight)`, the hint
+    between 1 and `most`: within `slack` of the same without the roundings (each moves a value
+    by at most half a millionth), and that is monotone in the cosine (α, the hint and the weight
+    ≥ 0), which lies within `margin` of its float32 value. So each hit's score lies between its
+    `low` (hint 1) and `high` (hint `most`), and a hit whose `high` is below the `need`-th best
+    `low` has `need` candidates above it."""
     import numpy as np
 
     if len(rough) <= need or (weight < 0).any():
         return np.ones(len(rough), dtype=bool)
-    slack = 2e-6 * (1 + weight)  # the roundings' half millionths (three at most), twice
+    slack = 2e-6 * (1 + weight * most)  # the roundings' half millionths (four at most), twice
     base = (1 - alpha) * lexical
     low = (alpha * np.maximum(rough - margin, 0.0) + base) * weight - slack
-    high = (alpha * np.maximum(rough + margin, 0.0) + base) * weight + slack
+    high = (alpha * np.maximum(rough + margin, 0.0) + base) * weight * most + slack
     bar = np.partition(low, len(low) - need)[len(low) - need]
     return high >= bar
 
@@ -176,20 +185,6 @@ def _product_error(a: Any, b: float, product: Any) -> Any:
     a_high, a_low = halves(a)
     b_high, b_low = halves(b)
     return ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
-
-
-def _order(scope: ReadScope, row_ids: Any, order: str) -> Any:
-    """Each row's rank in the default order among `row_ids` (sorted): one join over those rows only."""
-    import numpy as np
-
-    if not len(row_ids):
-        return np.empty(0, dtype=np.int64)
-    with scope.registered("candidate_rows", {"row_id": np.ascontiguousarray(row_ids, dtype=np.int64)}):
-        found = scope.columns(f"SELECT c.row_id FROM candidate_rows AS c JOIN {scope.placed(row_ids)} AS v USING (row_id) "
-                              f"ORDER BY {order}")
-    rank = np.empty(len(row_ids), dtype=np.int64)
-    rank[np.searchsorted(row_ids, found["row_id"])] = np.arange(len(row_ids))
-    return rank
 
 
 class _Vectors:

@@ -16,7 +16,8 @@ MODE = {"type": "string", "enum": ["short", "full", "json"], "default": "short",
 @read_tool(Query, "Query observations", {
     "scopes": "scopeIds", "type": "type", "source": "source", "after": "afterDate", "before": "beforeDate",
     "limit": "limit", "offset": "offset", "text": "text", "entity": "entity", "at": "at",
-    "match": "match", "embedding": "embedding",
+    "match": "match", "embedding": "embedding", "time_hint": "timeHint",
+    "entity_hint": "entityHint",
 }, extras={"mode": MODE}, answers=False)
 def observation_query(session: Session, request: Query, mode: str = "short") -> Any:
     """Observations that match every filter given (AND), newest first (timestamp, then id), or
