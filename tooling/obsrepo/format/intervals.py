@@ -6,18 +6,20 @@ the snapshot as of a boundary holds until the next one. Evaluating `reduce_entit
 and again would cost boundaries × candidates; instead each field keeps its candidates in the
 reducer's own order (which does not depend on the instant) and the winner at an instant is the
 first of them whose interval holds it: a heap of the active ones, swept once. `merge_array`
-fields, whose value is a union of many, are reduced at each boundary (they are few). A property
+fields, whose value is a union of many, are swept too: the union of the winning level is made
+again only where one of the field's carriers starts or ends. A property
 test holds the result to `reduce_entity(as_of=T)` for every T.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import json
 from collections.abc import Iterable
 from typing import Any
 
-from .reduce import _ABSENT, Obs, _field, _instant, merge_map, rank, retracted_ids, survivor
+from .reduce import Obs, _instant, merge_map, rank, retracted_ids, survivor
 from .vocabulary import CORRECTION_PRIORITY
 
 
@@ -53,7 +55,7 @@ def field_intervals(entity: str, observations: Iterable[Obs], policies: dict[str
     for name in names:
         policy = policies.get(name, "highest_priority")
         if policy == "merge_array":
-            states = _merged_states(candidates, name, bounds)
+            states = _merged_states(candidates, name, bounds, keys)
         else:
             states = [_single(name, policy, winner) for winner in _sweep(_field_order(name, policy, candidates), name,
                                                                            bounds, keys)]
@@ -104,27 +106,96 @@ def _single(name: str, policy: str, winner: Obs | None) -> tuple[Any, Any, str] 
     return winner.fields[name], winner.id, rule
 
 
-def _merged_states(candidates: list[Obs], name: str, bounds: list[str]) -> list[tuple[Any, Any, str] | None]:
-    """A merged array at each boundary, by the reducer itself (the field's carriers only)."""
-    carriers = [o for o in candidates if name in o.fields]
+def _merged_states(candidates: list[Obs], name: str, bounds: list[str],
+                   keys: dict[int, tuple[str, str | None]]) -> list[tuple[Any, Any, str] | None]:
+    """The merged array at each boundary, as the reducer's `_field` makes it, swept once: the field's
+    carriers in highest_priority's order (which does not depend on the instant), the active ones a
+    sorted list of their places, made again only where one of them starts or ends."""
+    order = [o for o in rank("highest_priority", candidates) if name in o.fields]
+    starts: dict[str, list[int]] = {}
+    ends: dict[str, list[int]] = {}
+    for place, o in enumerate(order):
+        start, until = keys[id(o)]
+        starts.setdefault(start, []).append(place)
+        if until is not None and until > start:
+            ends.setdefault(until, []).append(place)
+    union = _Union(order, name)
+    state: tuple[Any, Any, str] | None = None
     states: list[tuple[Any, Any, str] | None] = []
     for bound in bounds:
-        holding = [o for o in carriers if _holds(o, bound)]
-        if not holding:
-            states.append(None)
-            continue
-        def ranked_by(policy: str, among: list[Obs] = holding) -> list[Obs]:
-            return rank(policy, among)
-
-        value, provenance, _ranked, _rule = _field(name, "merge_array", ranked_by)
-        corrected = any(o.priority >= CORRECTION_PRIORITY for o in holding)
-        states.append(None if value is _ABSENT else (value, provenance, "correction" if corrected else "merge_array"))
+        if bound in starts or bound in ends:
+            for place in ends.get(bound, ()):
+                union.remove(place)
+            for place in starts.get(bound, ()):
+                until = keys[id(order[place])][1]
+                if until is None or until > bound:
+                    union.add(place)
+            state = union.state()
+        states.append(state)
     return states
 
 
-def _holds(obs: Obs, bound: str) -> bool:
-    start, until = effective(obs)
-    return _instant(start) <= bound and (until is None or _instant(until) > bound)
+class _Union:
+    """The active carriers of a `merge_array` field and, per priority, how many of the non-null
+    ones hold each item (its JSON as written): the union of the winning level stops reading once
+    it has every item of that level, so a change costs the level's distinct items, not its size."""
+
+    def __init__(self, order: list[Obs], name: str) -> None:
+        self.order, self.name = order, name
+        self.items = [[(json.dumps(item, ensure_ascii=False, separators=(",", ":")), item)
+                       for item in (o.fields[name] if isinstance(o.fields[name], list) else [o.fields[name]])]
+                      if o.fields[name] is not None else [] for o in order]
+        self.level_end = {}  # priority -> the place after its last carrier (order is by priority, descending)
+        for place, o in enumerate(order):
+            self.level_end[o.priority] = place + 1
+        self.active: list[int] = []
+        self.counts: dict[int, dict[str, int]] = {}
+
+    def add(self, place: int) -> None:
+        bisect.insort(self.active, place)
+        counts = self.counts.setdefault(self.order[place].priority, {})
+        for key, _item in self.items[place]:
+            counts[key] = counts.get(key, 0) + 1
+
+    def remove(self, place: int) -> None:
+        at = bisect.bisect_left(self.active, place)
+        if at == len(self.active) or self.active[at] != place:
+            return  # never began (its period ended where it started)
+        del self.active[at]
+        counts = self.counts[self.order[place].priority]
+        for key, _item in self.items[place]:
+            counts[key] -= 1
+            if not counts[key]:
+                del counts[key]
+
+    def state(self) -> tuple[Any, Any, str] | None:
+        if not self.active:
+            return None
+        top = self.order[self.active[0]]
+        value = top.fields[self.name]
+        if top.priority >= CORRECTION_PRIORITY:
+            return ([] if value is None else value), [top.id], "correction"
+        if value is None:
+            return [], [top.id], "merge_array"
+        level = self.active[:bisect.bisect_left(self.active, self.level_end[top.priority])]
+        distinct = len(self.counts[top.priority])
+        merged: dict[str, Any] = {}
+        for place in level:
+            for key, item in self.items[place]:
+                merged.setdefault(key, item)
+            if len(merged) == distinct:
+                break
+        return list(merged.values()), _Contributors(self.order, level, self.name), "merge_array"
+
+
+class _Contributors:
+    """The ids of a merged array's contributors, listed only when an interval starts with them."""
+
+    def __init__(self, order: list[Obs], level: list[int], name: str) -> None:
+        self.order, self.level, self.name = order, level, name
+
+    def ids(self) -> list[str]:
+        return [self.order[p].id for p in self.level if self.order[p].fields[self.name] is not None]
 
 
 def _joined(states: list[tuple[Any, Any, str] | None], bounds: list[str], spelled: dict[str, str]) -> list[dict[str, Any]]:
@@ -141,6 +212,8 @@ def _joined(states: list[tuple[Any, Any, str] | None], bounds: list[str], spelle
         if previous == written and intervals:
             intervals[-1]["until"] = until
             continue
+        if isinstance(provenance, _Contributors):
+            provenance = provenance.ids()
         intervals.append({"from": spelled[bounds[index]], "until": until, "value": value, "observation_id": provenance,
                           "rule": rule})
         previous = written
