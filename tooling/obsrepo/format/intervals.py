@@ -51,14 +51,20 @@ def field_intervals(entity: str, observations: Iterable[Obs], policies: dict[str
     wanted = set(fields) if fields is not None else None
     names = sorted({n for o in candidates for n in o.fields if n != "_deleted" and (wanted is None or n in wanted)})
     deleted = _sweep(_gate_order(candidates), "_deleted", bounds, keys)
+    rankings: dict[str, list[Obs]] = {}
+
+    def ranked(policy: str) -> list[Obs]:
+        if policy not in rankings:
+            rankings[policy] = rank(policy, candidates)
+        return rankings[policy]
+
     out = []
     for name in names:
         policy = policies.get(name, "highest_priority")
         if policy == "merge_array":
-            states = _merged_states(candidates, name, bounds, keys)
+            states = _merged_states(ranked("highest_priority"), name, bounds, keys)
         else:
-            states = [_single(name, policy, winner) for winner in _sweep(_field_order(name, policy, candidates), name,
-                                                                           bounds, keys)]
+            states = _single_states(name, policy, _sweep(_field_order(name, ranked(policy)), name, bounds, keys))
         states = [None if gate is not None and gate.fields["_deleted"] is True else state
                   for state, gate in zip(states, deleted)]
         out.append({"field": name, "intervals": _joined(states, bounds, spelled)})
@@ -72,10 +78,10 @@ def _gate_order(candidates: list[Obs]) -> list[Obs]:
     return deleting
 
 
-def _field_order(name: str, policy: str, candidates: list[Obs]) -> list[Obs]:
+def _field_order(name: str, ranking: list[Obs]) -> list[Obs]:
     """The carriers of `name` in the order the reducer picks a winner: corrections first (in the
     policy's order), then the rest; the first whose interval holds an instant wins there."""
-    ranked = [o for o in rank(policy, candidates) if name in o.fields]
+    ranked = [o for o in ranking if name in o.fields]
     return [o for o in ranked if o.priority >= CORRECTION_PRIORITY] + [o for o in ranked if o.priority < CORRECTION_PRIORITY]
 
 
@@ -99,19 +105,27 @@ def _sweep(order: list[Obs], name: str, bounds: list[str], keys: dict[int, tuple
     return winners
 
 
-def _single(name: str, policy: str, winner: Obs | None) -> tuple[Any, Any, str] | None:
-    if winner is None or winner.fields[name] is None:
-        return None  # a winning null removes the field
-    rule = "correction" if winner.priority >= CORRECTION_PRIORITY else policy
-    return winner.fields[name], winner.id, rule
+def _single_states(name: str, policy: str, winners: list[Obs | None]) -> list[tuple[Any, Any, str] | None]:
+    """Each boundary's winner as a state; one state per winner, so a winner that holds on is the same state."""
+    made: dict[int, tuple[Any, Any, str] | None] = {}
+    states = []
+    for winner in winners:
+        if id(winner) not in made:
+            if winner is None or winner.fields[name] is None:
+                made[id(winner)] = None  # a winning null removes the field
+            else:
+                rule = "correction" if winner.priority >= CORRECTION_PRIORITY else policy
+                made[id(winner)] = (winner.fields[name], winner.id, rule)
+        states.append(made[id(winner)])
+    return states
 
 
-def _merged_states(candidates: list[Obs], name: str, bounds: list[str],
+def _merged_states(ranking: list[Obs], name: str, bounds: list[str],
                    keys: dict[int, tuple[str, str | None]]) -> list[tuple[Any, Any, str] | None]:
     """The merged array at each boundary, as the reducer's `_field` makes it, swept once: the field's
     carriers in highest_priority's order (which does not depend on the instant), the active ones a
     sorted list of their places, made again only where one of them starts or ends."""
-    order = [o for o in rank("highest_priority", candidates) if name in o.fields]
+    order = [o for o in ranking if name in o.fields]
     starts: dict[str, list[int]] = {}
     ends: dict[str, list[int]] = {}
     for place, o in enumerate(order):
@@ -150,6 +164,7 @@ class _Union:
             self.level_end[o.priority] = place + 1
         self.active: list[int] = []
         self.counts: dict[int, dict[str, int]] = {}
+        self.last: tuple[tuple[str, ...], list[Any]] = ((), [])  # the last union made, by its items' JSON
 
     def add(self, place: int) -> None:
         bisect.insort(self.active, place)
@@ -185,7 +200,10 @@ class _Union:
                 merged.setdefault(key, item)
             if len(merged) == distinct:
                 break
-        return list(merged.values()), _Contributors(self.order, level, self.name), "merge_array"
+        written = tuple(merged)
+        if written != self.last[0]:
+            self.last = written, list(merged.values())
+        return self.last[1], _Contributors(self.order, level, self.name), "merge_array"  # the same list: the same value
 
 
 class _Contributors:
@@ -202,12 +220,22 @@ def _joined(states: list[tuple[Any, Any, str] | None], bounds: list[str], spelle
     """Boundary states as intervals, equal neighbours (the same value as JSON) joined."""
     intervals: list[dict[str, Any]] = []
     previous: str | None = None
+    last: object = None
+    last_value: object = None
     for index, state in enumerate(states):
         until = spelled[bounds[index + 1]] if index + 1 < len(bounds) else None
         if state is None:
-            previous = None
+            previous = last = last_value = None
             continue
+        if state is last:  # the same state held on
+            intervals[-1]["until"] = until
+            continue
+        last = state
         value, provenance, rule = state
+        if value is last_value and intervals:  # one value object: equal without writing it
+            intervals[-1]["until"] = until
+            continue
+        last_value = value
         written = json.dumps(value, sort_keys=True, ensure_ascii=False)
         if previous == written and intervals:
             intervals[-1]["until"] = until
