@@ -8,6 +8,7 @@ from .. import errors
 from ..ops import Recall, run
 from ..ops.surface import CLASSIFICATIONS
 from .app import main
+from .declare import offered, options_of
 from .errors import _emit_json, handled
 from .options import embedder_option, examples, read_options, session
 
@@ -21,6 +22,7 @@ from .options import embedder_option, examples, read_options, session
 @click.option("--budget", type=int, default=2000, show_default=True,
               help="At most this many tokens, counted as characters / 4 (64..100000).")
 @click.option("--at", metavar="REV", help="The repository as it was at REV.")
+@options_of(Recall, offered(Recall, "as_of"))
 @click.option("--max-classification", type=click.Choice(CLASSIFICATIONS),
               help="Leave out anything classified above this level.")
 @embedder_option
@@ -29,7 +31,7 @@ from .options import embedder_option, examples, read_options, session
 @read_options
 @handled
 def recall(entities: tuple[str, ...], scopes: tuple[str, ...], text: str | None, budget: int, at: str | None,
-           max_classification: str | None, embedder: str | None, output_format: str, tenant: str | None,
+           as_of: str | None, max_classification: str | None, embedder: str | None, output_format: str, tenant: str | None,
            index_path: str | None) -> int:
     """What an agent should know at the start of a session, cited and within a budget.
 
@@ -37,7 +39,7 @@ def recall(entities: tuple[str, ...], scopes: tuple[str, ...], text: str | None,
     the beliefs that cite them, then the most relevant observations; every fact line cites
     OBSERVATION_ID@COMMIT. The same commit, options and embedder give the same bytes.
     """
-    request = Recall(entities=entities, scopes=scopes, text=text, budget=budget, at=at,
+    request = Recall(entities=entities, scopes=scopes, text=text, budget=budget, at=at, as_of=as_of,
                      max_classification=max_classification)
     block = run(session(index_path, tenant, embedder=embedder), request)
     if output_format == "json":

@@ -16,7 +16,7 @@ def retrieve_entities(session: Session, request: Entities) -> Any:
     return run(session, request).to_json()
 
 
-@read_tool(Find, "Find an entity", {"identifier": "identifier", "entity_type": "entity_type"})
+@read_tool(Find, "Find an entity", {"identifier": "identifier", "entity_type": "entity_type", "as_of": "as_of"})
 def retrieve_entity_by_identifier(session: Session, request: Find) -> Any:
     """Entities whose key, name, email or other identifying field matches the identifier, with
     case, accents, white space and punctuation ignored (`obsrepo find`'s JSON, the shape of
