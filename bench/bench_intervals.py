@@ -119,7 +119,7 @@ def main() -> None:
         for name, policy in FIELDS.items():
             fns[f"in process --field {name} ({policy})"] = lambda name=name: run(session, Intervals("contract/big", (name,)))
         fns["in process, every field"] = lambda: run(session, Intervals("contract/big"))
-        for name, policy in FIELDS.items():
+        for name in FIELDS:
             fns[f"index kept open --field {name}"] = lambda name=name: run(kept, Intervals("contract/big", (name,)))
         for name, policy in FIELDS.items():
             fns[f"sweep only {name} ({policy})"] = lambda name=name: field_intervals("contract/big", observations, FIELDS,
