@@ -1,5 +1,5 @@
-"""Valid time (docs/design.md §19) on the graph and search reads: `find`, `relations`,
-`related` and `recall` take --as-of (MCP `as_of`, `Repository` parameter) with snapshot's
+"""Valid time (docs/design.md §19) on the list, graph and search reads: `entities`, `find`,
+`relations`, `related` and `recall` take --as-of (MCP `as_of`, `Repository` parameter) with snapshot's
 meaning; without it a period counts where it holds the committer time of the commit asked
 about. A bound caller sees nothing of another tenant's period."""
 
@@ -62,6 +62,14 @@ def test_find_matches_the_names_that_hold_then_and_summarises_as_of_then(repo: R
     assert _json(repo, "find", "Bob", "--at", "HEAD~1")["total"] == 0  # Feb 13: Bob's period had not begun
     assert _ids(_json(repo, "find", "Bob")) == ["person/bob"]
     assert _json(repo, "find", "Acme Renamed Ltd", "--as-of", IN_MAY, "--tenant", "org=northwind")["total"] == 0
+
+
+def test_entities_lists_those_observed_then(repo: Repo) -> None:
+    assert _ids(_json(repo, "entities", "--type", "person", "--as-of", IN_MARCH)) == ["person/bob"]
+    may = _json(repo, "entities", "--type", "person", "--as-of", IN_MAY)
+    assert _ids(may) == ["person/eve"] and may["entities"][0]["snapshot"] == {"name": "Eve"}
+    assert _json(repo, "entities", "--as-of", IN_MAY, "--tenant", "org=northwind")["total"] == 1  # company/acme
+    assert _ids(_json(repo, "entities", "--type", "person")) == ["person/bob", "person/eve"]
 
 
 def test_relations_are_those_of_the_observations_that_hold(repo: Repo) -> None:
@@ -129,8 +137,10 @@ def test_mcp_tools_take_as_of_and_a_bound_server_sees_no_other_tenants_period(re
             await session.initialize()
             tools = {t.name: t.input_schema["properties"] for t in (await session.list_tools()).tools}
             answers["schemas"] = {name: "as_of" in tools[name] for name in (
-                "retrieve_entity_by_identifier", "list_relationships", "retrieve_related_entities", "recall")}
-            for tool, arguments in (("retrieve_entity_by_identifier", {"identifier": "Eve"}),
+                "retrieve_entities", "retrieve_entity_by_identifier", "list_relationships", "retrieve_related_entities",
+                "recall")}
+            for tool, arguments in (("retrieve_entities", {"entity_type": "person"}),
+                                    ("retrieve_entity_by_identifier", {"identifier": "Eve"}),
                                     ("list_relationships", {"entity_id": "company/acme"}),
                                     ("retrieve_related_entities", {"entity_id": "company/acme"}),
                                     ("recall", {"entity_ids": ["company/acme"], "format": "json"})):
@@ -141,11 +151,13 @@ def test_mcp_tools_take_as_of_and_a_bound_server_sees_no_other_tenants_period(re
 
     free = asyncio.run(ask({}))
     assert set(free["schemas"].values()) == {True}
+    assert _ids(free["retrieve_entities"]) == ["person/eve"]
     assert _ids(free["retrieve_entity_by_identifier"]) == ["person/eve"]
     assert [r["source_entity_id"] for r in free["list_relationships"]["relationships"]] == ["person/eve"]
     assert _ids(free["retrieve_related_entities"]) == ["person/eve"]
     assert "Acme Renamed Ltd" in json.dumps(free["recall"])
     bound = asyncio.run(ask({"OBSREPO_TENANT": "org=northwind"}))
+    assert bound["retrieve_entities"]["total"] == 0
     assert bound["retrieve_entity_by_identifier"]["total"] == 0
     assert bound["list_relationships"]["relationships"] == []
     assert bound["retrieve_related_entities"]["total_entities"] == 0

@@ -76,6 +76,7 @@ class Entities:
     limit: Limit = 50
     offset: Offset = 0
     at: At = None
+    as_of: AsOf = None
 
 
 class EntityPage(Answer):
@@ -87,8 +88,9 @@ def entities(session: Session, request: Entities) -> EntityPage:
     from ..read.entities import list_entities
 
     page = Page.of(request.limit, request.offset)
+    as_of = _valid_time(request.as_of)
     return EntityPage(session.read(lambda scope: list_entities(scope, request.entity_type, limit=page.limit,
-                                                               offset=page.offset), session.at(request.at)))
+                                                               offset=page.offset, as_of=as_of), session.at(request.at)))
 
 
 @dataclass(frozen=True)

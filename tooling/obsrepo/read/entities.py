@@ -81,15 +81,18 @@ def _reduce_many(scope: ReadScope, entity_ids: list[str], as_of: str | None = No
                       as_of=as_of, valid_at=commit_instant(scope.git, scope.at_commit))
 
 
-def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-    clause, params = "o.entity IS NOT NULL", []
+def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0,
+                  as_of: str | None = None) -> dict[str, Any]:
+    """The entities (survivors) with an observation at the valid time `as_of` (§19; without it,
+    every one), summarised as of then."""
+    clause, params = "o.entity IS NOT NULL" + (f" AND {counting(scope, as_of)}" if as_of is not None else ""), []
     if entity_type:
         clause += " AND o.entity_type = ?"
         params.append(entity_type)
     rows = scope.rows(f"SELECT DISTINCT o.entity FROM visible AS o WHERE {clause} ORDER BY 1", params)
     merges = _merges(scope)
     ids = sorted({e for (e,) in rows if e not in merges})  # a merged-away entity lives on in its survivor
-    return {"entities": _summaries(scope, ids[offset : offset + limit]), "total": len(ids),
+    return {"entities": _summaries(scope, ids[offset : offset + limit], as_of), "total": len(ids),
             "limit": limit, "offset": offset}
 
 
