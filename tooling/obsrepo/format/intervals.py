@@ -22,6 +22,9 @@ from typing import Any
 from .reduce import Obs, _instant, merge_map, rank, retracted_ids, survivor
 from .vocabulary import CORRECTION_PRIORITY
 
+State = tuple[Any, Any, str] | None  # a field's value, the observation(s) that decided it, the rule; None: absent
+Points = list[tuple[str, State]]  # (boundary, the state from it on), by boundary
+
 
 def effective(obs: Obs) -> tuple[str, str | None]:
     """The effective interval `[from, until)`: `from` defaults to the timestamp, `until` to open."""
@@ -47,10 +50,9 @@ def field_intervals(entity: str, observations: Iterable[Obs], policies: dict[str
         spelled.setdefault(start_key, start)
         if until is not None and until_key is not None:
             spelled.setdefault(until_key, until)
-    bounds = sorted(spelled)
     wanted = set(fields) if fields is not None else None
     names = sorted({n for o in candidates for n in o.fields if n != "_deleted" and (wanted is None or n in wanted)})
-    deleted = _sweep(_gate_order(candidates), "_deleted", bounds, keys)
+    gate = _sweep(_gate_order(candidates), keys)
     rankings: dict[str, list[Obs]] = {}
 
     def ranked(policy: str) -> list[Obs]:
@@ -62,12 +64,10 @@ def field_intervals(entity: str, observations: Iterable[Obs], policies: dict[str
     for name in names:
         policy = policies.get(name, "highest_priority")
         if policy == "merge_array":
-            states = _merged_states(ranked("highest_priority"), name, bounds, keys)
+            points = _merged_states(ranked("highest_priority"), name, keys)
         else:
-            states = _single_states(name, policy, _sweep(_field_order(name, ranked(policy)), name, bounds, keys))
-        states = [None if gate is not None and gate.fields["_deleted"] is True else state
-                  for state, gate in zip(states, deleted)]
-        out.append({"field": name, "intervals": _joined(states, bounds, spelled)})
+            points = _single_states(name, policy, _sweep(_field_order(name, ranked(policy)), keys))
+        out.append({"field": name, "intervals": _joined(_gated(points, gate), spelled)})
     return {"entity_id": target, "fields": out}
 
 
@@ -85,14 +85,20 @@ def _field_order(name: str, ranking: list[Obs]) -> list[Obs]:
     return [o for o in ranked if o.priority >= CORRECTION_PRIORITY] + [o for o in ranked if o.priority < CORRECTION_PRIORITY]
 
 
-def _sweep(order: list[Obs], name: str, bounds: list[str], keys: dict[int, tuple[str, str | None]]) -> list[Obs | None]:
-    """The first of `order` whose interval holds each boundary (None: none does)."""
+def _sweep(order: list[Obs], keys: dict[int, tuple[str, str | None]]) -> list[tuple[str, Obs | None]]:
+    """The first of `order` whose interval holds each of its own boundaries (where one of them
+    starts or ends; None: none holds), by boundary: between two of them nothing changes."""
     starts: dict[str, list[int]] = {}
+    marks: set[str] = set()
     for position, o in enumerate(order):
-        starts.setdefault(keys[id(o)][0], []).append(position)
+        start, until = keys[id(o)]
+        starts.setdefault(start, []).append(position)
+        marks.add(start)
+        if until is not None:
+            marks.add(until)
     active: list[int] = []
-    winners: list[Obs | None] = []
-    for bound in bounds:
+    winners: list[tuple[str, Obs | None]] = []
+    for bound in sorted(marks):
         for position in starts.get(bound, ()):
             heapq.heappush(active, position)
         while active:
@@ -101,27 +107,26 @@ def _sweep(order: list[Obs], name: str, bounds: list[str], keys: dict[int, tuple
                 heapq.heappop(active)  # ended: never holds a later boundary
             else:
                 break
-        winners.append(order[active[0]] if active else None)
+        winners.append((bound, order[active[0]] if active else None))
     return winners
 
 
-def _single_states(name: str, policy: str, winners: list[Obs | None]) -> list[tuple[Any, Any, str] | None]:
+def _single_states(name: str, policy: str, winners: list[tuple[str, Obs | None]]) -> Points:
     """Each boundary's winner as a state; one state per winner, so a winner that holds on is the same state."""
-    made: dict[int, tuple[Any, Any, str] | None] = {}
+    made: dict[int, State] = {}
     states = []
-    for winner in winners:
+    for bound, winner in winners:
         if id(winner) not in made:
             if winner is None or winner.fields[name] is None:
                 made[id(winner)] = None  # a winning null removes the field
             else:
                 rule = "correction" if winner.priority >= CORRECTION_PRIORITY else policy
                 made[id(winner)] = (winner.fields[name], winner.id, rule)
-        states.append(made[id(winner)])
+        states.append((bound, made[id(winner)]))
     return states
 
 
-def _merged_states(ranking: list[Obs], name: str, bounds: list[str],
-                   keys: dict[int, tuple[str, str | None]]) -> list[tuple[Any, Any, str] | None]:
+def _merged_states(ranking: list[Obs], name: str, keys: dict[int, tuple[str, str | None]]) -> Points:
     """The merged array at each boundary, as the reducer's `_field` makes it, swept once: the field's
     carriers in highest_priority's order (which does not depend on the instant), the active ones a
     sorted list of their places, made again only where one of them starts or ends."""
@@ -134,18 +139,15 @@ def _merged_states(ranking: list[Obs], name: str, bounds: list[str],
         if until is not None and until > start:
             ends.setdefault(until, []).append(place)
     union = _Union(order, name)
-    state: tuple[Any, Any, str] | None = None
-    states: list[tuple[Any, Any, str] | None] = []
-    for bound in bounds:
-        if bound in starts or bound in ends:
-            for place in ends.get(bound, ()):
-                union.remove(place)
-            for place in starts.get(bound, ()):
-                until = keys[id(order[place])][1]
-                if until is None or until > bound:
-                    union.add(place)
-            state = union.state()
-        states.append(state)
+    states: Points = []
+    for bound in sorted(starts.keys() | ends.keys()):
+        for place in ends.get(bound, ()):
+            union.remove(place)
+        for place in starts.get(bound, ()):
+            until = keys[id(order[place])][1]
+            if until is None or until > bound:
+                union.add(place)
+        states.append((bound, union.state()))
     return states
 
 
@@ -216,14 +218,35 @@ class _Contributors:
         return [self.order[p].id for p in self.level if self.order[p].fields[self.name] is not None]
 
 
-def _joined(states: list[tuple[Any, Any, str] | None], bounds: list[str], spelled: dict[str, str]) -> list[dict[str, Any]]:
-    """Boundary states as intervals, equal neighbours (the same value as JSON) joined."""
+def _gated(points: Points, gate: list[tuple[str, Obs | None]]) -> Points:
+    """The field's states where the deletion gate lets it be: none while the entity is deleted."""
+    if not gate:
+        return points
+    marks = sorted({bound for bound, _ in points} | {bound for bound, _ in gate})
+    out: Points = []
+    state: State = None
+    deleting: Obs | None = None
+    i = j = 0
+    for bound in marks:
+        while i < len(points) and points[i][0] <= bound:
+            state = points[i][1]
+            i += 1
+        while j < len(gate) and gate[j][0] <= bound:
+            deleting = gate[j][1]
+            j += 1
+        out.append((bound, None if deleting is not None and deleting.fields["_deleted"] is True else state))
+    return out
+
+
+def _joined(points: Points, spelled: dict[str, str]) -> list[dict[str, Any]]:
+    """The states from their boundaries on as intervals (each until the next boundary), equal
+    neighbours (the same value as JSON) joined."""
     intervals: list[dict[str, Any]] = []
     previous: str | None = None
     last: object = None
     last_value: object = None
-    for index, state in enumerate(states):
-        until = spelled[bounds[index + 1]] if index + 1 < len(bounds) else None
+    for index, (bound, state) in enumerate(points):
+        until = spelled[points[index + 1][0]] if index + 1 < len(points) else None
         if state is None:
             previous = last = last_value = None
             continue
@@ -242,7 +265,7 @@ def _joined(states: list[tuple[Any, Any, str] | None], bounds: list[str], spelle
             continue
         if isinstance(provenance, _Contributors):
             provenance = provenance.ids()
-        intervals.append({"from": spelled[bounds[index]], "until": until, "value": value, "observation_id": provenance,
+        intervals.append({"from": spelled[bound], "until": until, "value": value, "observation_id": provenance,
                           "rule": rule})
         previous = written
     return intervals
