@@ -10,7 +10,8 @@ documents write `valid`, a twentieth get a second opinion from another source th
 `without/` the same documents without their `valid` keys. Medians, the runs interleaved (one
 of each per round, so a busy machine weighs on both alike):
 
-- `obsrepo index --full` of each (a child process, as a person runs it) and their ratio
+- `obsrepo index --full` of each (a child process, as a person runs it), wall and CPU time
+  (the child's and its workers': what a busy machine disturbs least), and their ratios
   (target ≤ 1.10: the build of `field_intervals` and `contested_fields` costs at most a tenth);
 - `obsrepo contested --limit 50`, the whole command, on `with/` (target ≤ 1 s at 1M
   observations); the baseline of the same run is `obsrepo status`, the floor of any command
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,14 +46,20 @@ def made(folder: str, count: int, *extra: str) -> str:
     return folder
 
 
-def interleaved(runs: dict[str, object], reps: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {label: [] for label in runs}
+def interleaved(runs: dict[str, object], reps: int) -> dict[str, tuple[float, float]]:
+    """Each run's median wall time and median CPU time (user + system of the child processes:
+    what a busy machine disturbs least), the runs interleaved."""
+    times: dict[str, list[tuple[float, float]]] = {label: [] for label in runs}
     for _ in range(reps):
         for label, fn in runs.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             fn()
-            times[label].append(time.perf_counter() - start)
-    return {label: statistics.median(spent) for label, spent in times.items()}
+            wall = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            times[label].append((wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime))
+    return {label: (statistics.median(w for w, _ in spent), statistics.median(c for _, c in spent))
+            for label, spent in times.items()}
 
 
 def main() -> None:
@@ -69,10 +77,10 @@ def main() -> None:
         builds = interleaved({"index --full, periods and disputes": lambda: obsrepo(timed, "index", "--full", "--quiet"),
                               "index --full, the same without `valid`": lambda: obsrepo(plain, "index", "--full",
                                                                                          "--quiet")}, args.reps)
-        (with_s, without_s) = builds.values()
-        for label, seconds in builds.items():
-            print(f"{label:45s} {seconds:8.2f} s")
-        print(f"{'ratio':45s} {with_s / without_s:8.3f}×")
+        (with_s, with_cpu), (without_s, without_cpu) = builds.values()
+        for label, (seconds, cpu) in builds.items():
+            print(f"{label:45s} {seconds:8.2f} s wall {cpu:8.2f} s CPU")
+        print(f"{'ratio':45s} {with_s / without_s:8.3f}× wall {with_cpu / without_cpu:7.3f}× CPU")
     counted = json.loads(obsrepo(timed, "sql", "SELECT count(*) AS n, count(DISTINCT entity) AS e, "
                                  "count(valid_from) + count(valid_until) AS v FROM observations", "--format",
                                  "json").stdout)
@@ -80,10 +88,10 @@ def main() -> None:
     print(f"with/: {counted}, {contests} contests")
     commands = interleaved({"obsrepo contested --limit 50 (whole)": lambda: obsrepo(timed, "contested", "--limit", "50"),
                             "obsrepo status (baseline)": lambda: obsrepo(timed, "status")}, max(args.reps, 5))
-    (contested_s, status_s) = commands.values()
-    for label, seconds in commands.items():
-        print(f"{label:45s} {seconds * 1000:8.0f} ms")
-    print(f"{'ratio':45s} {contested_s / status_s:8.2f}×")
+    (contested_s, contested_cpu), (status_s, status_cpu) = commands.values()
+    for label, (seconds, cpu) in commands.items():
+        print(f"{label:45s} {seconds * 1000:8.0f} ms wall {cpu * 1000:8.0f} ms CPU")
+    print(f"{'ratio':45s} {contested_s / status_s:8.2f}× wall {contested_cpu / status_cpu:7.2f}× CPU")
 
 
 if __name__ == "__main__":
