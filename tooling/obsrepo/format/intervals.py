@@ -53,20 +53,26 @@ def field_intervals(entity: str, observations: Iterable[Obs], policies: dict[str
     wanted = set(fields) if fields is not None else None
     names = sorted({n for o in candidates for n in o.fields if n != "_deleted" and (wanted is None or n in wanted)})
     gate = _sweep(_gate_order(candidates), keys)
-    rankings: dict[str, list[Obs]] = {}
+    rankings: dict[str, dict[str, list[Obs]]] = {}
 
-    def ranked(policy: str) -> list[Obs]:
+    def carriers(policy: str, name: str) -> list[Obs]:
+        """The carriers of `name` in `policy`'s order: every candidate ranked once per policy, then
+        parted by field (the keys are total, so a field's carriers keep the order sorting them would give)."""
         if policy not in rankings:
-            rankings[policy] = rank(policy, candidates)
-        return rankings[policy]
+            parted: dict[str, list[Obs]] = {}
+            for o in rank(policy, candidates):
+                for field in o.fields:
+                    parted.setdefault(field, []).append(o)
+            rankings[policy] = parted
+        return rankings[policy][name]
 
     out = []
     for name in names:
         policy = policies.get(name, "highest_priority")
         if policy == "merge_array":
-            points = _merged_states(ranked("highest_priority"), name, keys)
+            points = _merged_states(carriers("highest_priority", name), name, keys)
         else:
-            points = _single_states(name, policy, _sweep(_field_order(name, ranked(policy)), keys))
+            points = _single_states(name, policy, _sweep(_field_order(carriers(policy, name)), keys))
         out.append({"field": name, "intervals": _joined(_gated(points, gate), spelled)})
     return {"entity_id": target, "fields": out}
 
@@ -78,10 +84,9 @@ def _gate_order(candidates: list[Obs]) -> list[Obs]:
     return deleting
 
 
-def _field_order(name: str, ranking: list[Obs]) -> list[Obs]:
-    """The carriers of `name` in the order the reducer picks a winner: corrections first (in the
+def _field_order(ranked: list[Obs]) -> list[Obs]:
+    """A field's carriers in the order the reducer picks a winner: corrections first (in the
     policy's order), then the rest; the first whose interval holds an instant wins there."""
-    ranked = [o for o in ranking if name in o.fields]
     return [o for o in ranked if o.priority >= CORRECTION_PRIORITY] + [o for o in ranked if o.priority < CORRECTION_PRIORITY]
 
 
@@ -126,11 +131,10 @@ def _single_states(name: str, policy: str, winners: list[tuple[str, Obs | None]]
     return states
 
 
-def _merged_states(ranking: list[Obs], name: str, keys: dict[int, tuple[str, str | None]]) -> Points:
+def _merged_states(order: list[Obs], name: str, keys: dict[int, tuple[str, str | None]]) -> Points:
     """The merged array at each boundary, as the reducer's `_field` makes it, swept once: the field's
     carriers in highest_priority's order (which does not depend on the instant), the active ones a
     sorted list of their places, made again only where one of them starts or ends."""
-    order = [o for o in ranking if name in o.fields]
     starts: dict[str, list[int]] = {}
     ends: dict[str, list[int]] = {}
     for place, o in enumerate(order):
@@ -238,6 +242,11 @@ def _gated(points: Points, gate: list[tuple[str, Obs | None]]) -> Points:
     return out
 
 
+def _same_scalar(one: Any, other: Any) -> bool:
+    """Text, whole numbers and booleans of one type and value: the same as JSON."""
+    return type(one) is type(other) and type(one) in (str, int, bool) and one == other
+
+
 def _joined(points: Points, spelled: dict[str, str]) -> list[dict[str, Any]]:
     """The states from their boundaries on as intervals (each until the next boundary), equal
     neighbours (the same value as JSON) joined."""
@@ -255,7 +264,7 @@ def _joined(points: Points, spelled: dict[str, str]) -> list[dict[str, Any]]:
             continue
         last = state
         value, provenance, rule = state
-        if value is last_value and intervals:  # one value object: equal without writing it
+        if intervals and (value is last_value or _same_scalar(value, last_value)):  # equal without writing it
             intervals[-1]["until"] = until
             continue
         last_value = value
