@@ -128,6 +128,7 @@ def test_mcp_tools_take_as_of_and_a_bound_server_sees_no_other_tenants_period(re
     pytest.importorskip("mcp")
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.types import TextContent
 
     async def ask(env: dict[str, str]) -> dict[str, Any]:
         params = StdioServerParameters(command=sys.executable, args=["-m", "obsrepo", "mcp"], cwd=str(repo.path),
@@ -145,8 +146,9 @@ def test_mcp_tools_take_as_of_and_a_bound_server_sees_no_other_tenants_period(re
                                     ("retrieve_related_entities", {"entity_id": "company/acme"}),
                                     ("recall", {"entity_ids": ["company/acme"], "format": "json"})):
                 result = await session.call_tool(tool, {**arguments, "as_of": IN_MAY})
-                assert not result.is_error, result.content[0].text
-                answers[tool] = json.loads(result.content[0].text)
+                content = result.content[0]
+                assert isinstance(content, TextContent) and not result.is_error, content
+                answers[tool] = json.loads(content.text)
         return answers
 
     free = asyncio.run(ask({}))

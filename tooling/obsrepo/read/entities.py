@@ -20,8 +20,9 @@ from ..gitstore import Git
 from ..index.columns import UTC_TEXT
 from ..index.reducer_rows import schema_at
 from .query import RECORD_SQL, _record
-from .scope import ReadScope, counting, entity_clause
+from .scope import ReadScope, entity_clause
 from .snapshots import snapshot
+from .valid import counting
 
 # relationships are listed by type, source, target, then observation
 EDGE_ORDER = itemgetter("type", "source_entity_id", "target_entity_id", "observation_id")

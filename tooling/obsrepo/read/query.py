@@ -15,7 +15,8 @@ from typing import Any
 from ..index.columns import RECORD, quoted
 from ..index.schema import CLASSIFICATION_RANK
 from ..times import format_timestamp
-from .scope import TENANT_COLUMNS, ReadScope, counting_at, entity_clause
+from .scope import TENANT_COLUMNS, ReadScope, entity_clause
+from .valid import counting_at
 
 
 @dataclass
