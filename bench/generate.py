@@ -22,6 +22,14 @@ What the documents look like (all valid for a strict observation/v1 validator):
   observation in the same or an earlier commit with the same tenant mapping; PART_OF and
   DEPENDS_ON always point from a lower-ranked entity type to a higher one (or, for
   task DEPENDS_ON task, to a task with a smaller creation index), so they are acyclic.
+* `--periods F`: about that share of the entity documents also write `valid` (docs/design.md §19): a
+  period starting within 30 days of the timestamp, ending 1..90 days later (a fifth stay open).
+  `--disputes F`: after about that share of the entity documents, a second opinion on the same
+  entity a few hours later from another source (`agent/second-opinion`) at the same priority,
+  with the entity's fields drawn again (usually other values): a contest where it stays the
+  winner's challenger. `--no-valid`: the same documents without their `valid` keys (the baseline
+  of a measurement). Both draw from their own random streams, so the other documents stay as
+  they are without them.
 * ids are `obs-YYYYMMDD-HHMMSS-<first 8 hex of the content hash>` (docs/design.md §2.4); timestamps are
   non-decreasing in commit order (about 3% share the previous document's timestamp, to
   exercise the id tie-break), starting 2026-01-01T00:00:00Z and spread over ~10 months.
@@ -741,8 +749,9 @@ def pick_seen(rng, ctx: Context, tenant: int, types: list[str], exclude: Entity,
     return None
 
 
-def build_document(rng: random.Random, ctx: Context, ent: Entity | None, ts: int, seq: int) -> tuple[str, bytes]:
-    """One observation: returns (path, bytes)."""
+def build_document(rng: random.Random, ctx: Context, ent: Entity | None, ts: int, seq: int,
+                   valid: tuple[int, int | None] | None = None) -> tuple[str, bytes]:
+    """One observation: returns (path, bytes); `valid`: its period (from, until or None)."""
     front: dict = {}
     lines: list[str] = []
     plain = rng.random() < 0.5  # this document's writer prefers plain scalars where safe
@@ -828,6 +837,9 @@ def build_document(rng: random.Random, ctx: Context, ent: Entity | None, ts: int
         for k, v in fields.items():
             lines.append(f"  {k}: {scalar(v, plain)}")
         front["fields"] = fields
+        if valid is not None:
+            lines += ["valid:", f"  from: {iso(valid[0])}"] + ([f"  until: {iso(valid[1])}"] if valid[1] else [])
+            front["valid"] = {"from": iso(valid[0]), **({"until": iso(valid[1])} if valid[1] else {})}
 
     r = rng.random()
     if r < 0.25:
@@ -925,6 +937,45 @@ def build_document(rng: random.Random, ctx: Context, ent: Entity | None, ts: int
     text = "---\n" + "\n".join(lines) + "\n---\n" + body
     path = f"observations/{stamp[0:4]}/{stamp[4:6]}/{stamp[6:8]}/{obs_id}.md"
     return path, text.encode("utf-8")
+
+
+class TimeOptions:
+    """`--periods`, `--disputes`, `--no-valid`, each with its own random stream."""
+
+    def __init__(self, seed: int, periods: float, disputes: float, valid: bool) -> None:
+        self.periods, self.disputes, self.valid = periods, disputes, valid
+        self.prng, self.drng = random.Random(seed * 104729 + 3), random.Random(seed * 7877 + 5)
+
+    def period(self, ts: int) -> tuple[int, int | None] | None:
+        if self.periods <= 0 or self.prng.random() >= self.periods:
+            return None
+        start = max(86400, ts + rint(self.prng, -30 * 86400, 30 * 86400))
+        until = start + rint(self.prng, 86400, 90 * 86400) if self.prng.random() < 0.8 else None
+        return (start, until) if self.valid else None
+
+
+def second_opinion(rng: random.Random, ctx: Context, ent: Entity, ts: int, original: bytes) -> tuple[str, bytes]:
+    """Another source's reading of `ent` at `ts`, at the original's priority (see --disputes)."""
+    _otype, _event, fields, _title, _body = GENERATORS[ent.etype](ent, rng, ts, ctx)
+    priority = re.search(rb"\npriority: (\d+)\n", original.split(b"\n---\n", 1)[0] + b"\n")
+    lines = ["spec: observation/v1", "id: ", f"timestamp: {iso(ts)}", "source: agent/second-opinion",
+             f"event: {q('Second opinion on ' + ent.eid)}", f"type: {ent.etype}.reviewed", f"scope: [{ent.eid}]",
+             f"entity: {ent.eid}", "fields:"] + [f"  {k}: {scalar(v, True)}" for k, v in fields.items()]
+    if priority:
+        lines.append(f"priority: {priority.group(1).decode()}")
+    if ent.tenant >= 0:
+        lines += tenant_yaml(ctx.tenants[ent.tenant], False)
+    body = f"\nA second reading of {ent.eid}.\n"
+    stamp = iso(ts).replace("-", "").replace(":", "").replace("T", "-")[:15]
+    digest = hashlib.sha256(("\n".join(lines[2:]) + body).encode("utf-8")).hexdigest()
+    while f"obs-{stamp}-{digest[:8]}" in ctx.ids:
+        digest = hashlib.sha256(digest.encode()).hexdigest()
+    obs_id = f"obs-{stamp}-{digest[:8]}"
+    ctx.ids.add(obs_id)
+    ctx.written.append((obs_id, ent.tenant))
+    lines[1] = f"id: {obs_id}"
+    text = "---\n" + "\n".join(lines) + "\n---\n" + body
+    return f"observations/{stamp[0:4]}/{stamp[4:6]}/{stamp[6:8]}/{obs_id}.md", text.encode("utf-8")
 
 
 OUTCOMES = ["accepted"] * 10 + ["rejected"] * 4 + ["rework"] * 3 + ["misleading"] * 3
@@ -1048,7 +1099,7 @@ def run_git(out: str, *args: str, env: dict) -> None:
 
 
 def generate(out: str, n: int, commits: int, seed: int, n_entities: int, n_tenants: int,
-             feedback: int = 0) -> tuple[int, int, float]:
+             feedback: int = 0, timed: TimeOptions | None = None) -> tuple[int, int, float]:
     """Build the repository; returns (files, commits, the perf_counter time fast-import finished)."""
     rng = random.Random(seed)
     tenants = [dict(TENANTS[i]) if i < len(TENANTS) else {"org": f"org-{i}", "project": f"p{i % 5}"}
@@ -1065,7 +1116,7 @@ def generate(out: str, n: int, commits: int, seed: int, n_entities: int, n_tenan
                             stdin=subprocess.PIPE, env=env)
     assert proc.stdin is not None
     try:
-        files = stream(proc.stdin.write, rng, ctx, batches, feedback, random.Random(seed * 7919 + 17))
+        files = stream(proc.stdin.write, rng, ctx, batches, feedback, random.Random(seed * 7919 + 17), timed)
         proc.stdin.close()
     except BaseException:
         proc.kill()
@@ -1080,7 +1131,7 @@ def generate(out: str, n: int, commits: int, seed: int, n_entities: int, n_tenan
 
 
 def stream(write, rng: random.Random, ctx: Context, batches: list[list[Entity | None]], feedback: int = 0,
-           frng: random.Random | None = None) -> int:
+           frng: random.Random | None = None, timed: TimeOptions | None = None) -> int:
     """Generate every document and write the fast-import stream; returns the file count.
     `feedback` documents (made with `frng` alone, so the other documents do not change) are
     spread over the commits, each on an observation of the same or an earlier commit."""
@@ -1099,9 +1150,14 @@ def stream(write, rng: random.Random, ctx: Context, batches: list[list[Entity | 
             if not first and rng.random() >= 0.03:
                 ts += 1 + int(rng.expovariate(1 / avg_gap))
             first = False
-            path, data = build_document(rng, ctx, ent, ts, files)
+            period = timed.period(ts) if timed is not None and ent is not None else None
+            path, data = build_document(rng, ctx, ent, ts, files, period)
             files += 1
             parts.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data))
+            if timed is not None and ent is not None and timed.disputes > 0 and timed.drng.random() < timed.disputes:
+                path, data = second_opinion(timed.drng, ctx, ent, ts + rint(timed.drng, 60, 6 * 3600), data)
+                files += 1
+                parts.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(data), data))
         regular = len(batch)
         for k in range(feedback * c // len(batches), feedback * (c + 1) // len(batches)):
             if frng is not None and ctx.written:
@@ -1137,6 +1193,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tenants", "-t", type=int, default=3, help="number of tenants (default 3; 0 = none)")
     p.add_argument("--feedback", "-f", type=int, default=0,
                    help="also this many feedback observations, spread over the commits (default 0)")
+    p.add_argument("--periods", type=float, default=0.0, help="share of entity documents with `valid` (default 0)")
+    p.add_argument("--disputes", type=float, default=0.0,
+                   help="share of entity documents followed by another source's second opinion (default 0)")
+    p.add_argument("--no-valid", action="store_true", help="the same documents without their `valid` keys")
     p.add_argument("--force", action="store_true", help="delete OUT_DIR first if it exists")
     a = p.parse_args(argv)
     if a.count < 1:
@@ -1159,7 +1219,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(out)
 
     started = time.perf_counter()
-    files, made, imported = generate(out, a.count, commits, a.seed, entities, a.tenants, a.feedback)
+    timed = TimeOptions(a.seed, a.periods, a.disputes, not a.no_valid) if a.periods or a.disputes else None
+    files, made, imported = generate(out, a.count, commits, a.seed, entities, a.tenants, a.feedback, timed)
     done = time.perf_counter()
     print(f"generated {out}: {files} files, {made} commits, {entities} entities, {a.tenants} tenants, "
           f"seed {a.seed}, {done - started:.1f}s (generate+fast-import {imported - started:.1f}s, "

@@ -234,6 +234,9 @@ def test_every_instant_reads_the_value_of_the_interval_holding_it(observations, 
                 assert before["until"] is not None and _instant(before["until"]) <= _instant(after["from"])
                 if before["until"] == after["from"]:
                     assert before["value"] != after["value"]
+            for span in spans:  # where an interval starts, its provenance is the snapshot's
+                snap = reduce_entity(entity, observations, policies, as_of=span["from"])
+                assert snap["provenance"].get(f["field"]) == span["observation_id"], (entity, f["field"], span)
         for moment in moments:
             snap = reduce_entity(entity, observations, policies, as_of=moment)
             for name in set(snap["snapshot"]) | set(by_field):

@@ -14,7 +14,6 @@ is among them), so an update equals a full build (tested).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from typing import Any
 
 COLUMNS = ["entity_id", "field", "valid_from", "valid_until", "value_json", "observation_id"]
@@ -53,16 +52,12 @@ def refresh_intervals(con: Any, relation: str, special: list[Any], policies: dic
         for field in answer["fields"]:
             for span in field["intervals"]:
                 first = span["observation_id"]
-                out.append((target, field["field"], _moment(span["from"]), _moment(span["until"]),
+                out.append((target, field["field"], span["from"], span["until"],
                             json.dumps(span["value"], ensure_ascii=False, separators=(",", ":")),
                             first[0] if isinstance(first, list) else first))
-    if out:  # one statement: the lists zipped by unnest, in order
+    if out:  # one statement: the lists zipped by unnest, in order; the instants are canonical UTC text (…Z)
         con.execute("INSERT INTO field_intervals SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
-                    "unnest(?::TIMESTAMP[]), unnest(?::TIMESTAMP[]), unnest(?::VARCHAR[])::JSON, unnest(?::VARCHAR[])",
+                    "unnest(?::VARCHAR[])::TIMESTAMP, unnest(?::VARCHAR[])::TIMESTAMP, unnest(?::VARCHAR[])::JSON, "
+                    "unnest(?::VARCHAR[])",
                     [list(column) for column in zip(*out)])
 
-
-def _moment(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc).replace(tzinfo=None)

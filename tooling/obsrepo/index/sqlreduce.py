@@ -122,14 +122,15 @@ def prepare(con: Any, special: list[Obs], policies: dict[tuple[str, str], str]) 
     return merges
 
 
-def counts_clause(as_of: str | None, valid_at: str | None) -> str:
-    """`reduce.counts` over a candidate row `c` (its epoch, vfrom and vuntil in microseconds);
-    the instants are written as integer literals."""
+def counts_clause(as_of: str | None, valid_at: str | None, vfrom: str = "c.vfrom", epoch: str = "c.epoch",
+                  vuntil: str = "c.vuntil") -> str:
+    """`reduce.counts` over a candidate row `c` (its epoch, vfrom and vuntil in microseconds, or
+    the expressions given for them); the instants are written as integer literals."""
     if as_of is None and valid_at is None:
         return "TRUE"
     moment = _micros(as_of if as_of is not None else valid_at)  # type: ignore[arg-type]
-    holds = f"(coalesce(c.vfrom, c.epoch) <= {moment} AND (c.vuntil IS NULL OR c.vuntil > {moment}))"
-    return holds if as_of is not None else f"((c.vfrom IS NULL AND c.vuntil IS NULL) OR {holds})"
+    holds = f"(coalesce({vfrom}, {epoch}) <= {moment} AND ({vuntil} IS NULL OR {vuntil} > {moment}))"
+    return holds if as_of is not None else f"(({vfrom} IS NULL AND {vuntil} IS NULL) OR {holds})"
 
 
 def _micros(instant: str) -> int:

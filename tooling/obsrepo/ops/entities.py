@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from .fields import At, EntityId, EntityType, Field, Limit, MaxClassification, Offset, moment, text_field
+from .fields import AsOf, At, EntityId, EntityType, Field, Limit, MaxClassification, Offset, moment, text_field
 from .registry import Answer, operation
 from .session import Session
 from .values import Ceiling, Moment, Page
@@ -25,8 +25,7 @@ RelationTypes = Annotated[tuple[Annotated[str, text_field("", 128)], ...],
 class Snapshot:
     entity: EntityId
     at: At = None
-    as_of: Annotated[str | int | None, moment(
-        "Valid time: only observations whose period holds this (without a period: timestamp ≤ this)")] = None
+    as_of: AsOf = None
     explain: Annotated[bool, Field("Also list every candidate value per field and the rule that decided.")] = False
     max_classification: MaxClassification = None
     include_expired: Annotated[bool, Field("Also count observations that retention expired.")] = False
@@ -40,11 +39,11 @@ class EntitySnapshot(Answer):
 def snapshot(session: Session, request: Snapshot) -> EntitySnapshot:
     from ..read.snapshots import snapshot as reduce
 
-    moment = Moment.optional(request.as_of, "as_of")
+    as_of = _valid_time(request.as_of)
     ceiling = Ceiling.parse(request.max_classification, "max_classification")
     at = session.at(request.at)
     return EntitySnapshot(session.read(
-        lambda scope: reduce(scope, request.entity, as_of=moment.iso() if moment else None, explain=request.explain),
+        lambda scope: reduce(scope, request.entity, as_of=as_of, explain=request.explain),
         at, ceiling=ceiling, include_expired=request.include_expired, stems=at is not None))
 
 
@@ -77,6 +76,7 @@ class Entities:
     limit: Limit = 50
     offset: Offset = 0
     at: At = None
+    as_of: AsOf = None
 
 
 class EntityPage(Answer):
@@ -88,8 +88,9 @@ def entities(session: Session, request: Entities) -> EntityPage:
     from ..read.entities import list_entities
 
     page = Page.of(request.limit, request.offset)
+    as_of = _valid_time(request.as_of)
     return EntityPage(session.read(lambda scope: list_entities(scope, request.entity_type, limit=page.limit,
-                                                               offset=page.offset), session.at(request.at)))
+                                                               offset=page.offset, as_of=as_of), session.at(request.at)))
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class Find:
     limit: Limit = 50
     offset: Offset = 0
     at: At = None
+    as_of: AsOf = None
 
 
 @operation("find", "reads")
@@ -108,8 +110,16 @@ def find(session: Session, request: Find) -> EntityPage:
     from ..read.entities import find as matching
 
     page = Page.of(request.limit, request.offset)
+    as_of = _valid_time(request.as_of)
     return EntityPage(session.read(lambda scope: matching(scope, request.identifier, request.entity_type,
-                                                          limit=page.limit, offset=page.offset), session.at(request.at)))
+                                                          limit=page.limit, offset=page.offset, as_of=as_of),
+                                   session.at(request.at)))
+
+
+def _valid_time(given: str | int | None) -> str | None:
+    """`as_of` as canonical UTC text (None: the commit's time decides, docs/design.md §19)."""
+    moment = Moment.optional(given, "as_of")
+    return moment.iso() if moment else None
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,7 @@ class Relations:
     direction: Direction = "both"
     types: RelationTypes = ()
     at: At = None
+    as_of: AsOf = None
 
 
 class RelationList(Answer):
@@ -150,8 +161,10 @@ def relations(session: Session, request: Relations) -> RelationList:
     from ..read.entities import relationships
 
     direction = DIRECTIONS.get(request.direction, request.direction)
+    as_of = _valid_time(request.as_of)
     return RelationList(session.read(lambda scope: relationships(scope, request.entity, direction=direction,
-                                                                 types=tuple(request.types)), session.at(request.at)))
+                                                                 types=tuple(request.types), as_of=as_of),
+                                     session.at(request.at)))
 
 
 @dataclass(frozen=True)
@@ -162,6 +175,7 @@ class Related:
     hops: Annotated[int, Field("How many relationships away to go (1 or more).", minimum=1, maximum=1000)] = 1
     at: At = None
     limit: Annotated[int | None, Field("List only the first N entities by id (the totals still count every one).")] = None
+    as_of: AsOf = None
 
 
 class Neighbourhood(Answer):
@@ -173,8 +187,10 @@ def related(session: Session, request: Related) -> Neighbourhood:
     from ..read.entities import related as walk
 
     direction = DIRECTIONS.get(request.direction, request.direction)
+    as_of = _valid_time(request.as_of)
     return Neighbourhood(session.read(lambda scope: walk(scope, request.entity, types=tuple(request.types),
-                                                         direction=direction, hops=request.hops, limit=request.limit),
+                                                         direction=direction, hops=request.hops, limit=request.limit,
+                                                         as_of=as_of),
                                       session.at(request.at)))
 
 

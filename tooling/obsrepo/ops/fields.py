@@ -92,6 +92,8 @@ Limit = Annotated[int, Field(f"At most this many (1..{MAX_LIMIT}).", minimum=1, 
 Offset = Annotated[int, Field("Skip this many first (the next page).", minimum=0, maximum=MAX_OFFSET)]
 EntityType = Annotated[str | None, text_field("Only entities of this type (the part before the slash).", 128)]
 MaxClassification = Annotated[str | None, Field("Leave out anything classified above this level.", choices=CLASSIFICATIONS)]
+AsOf = Annotated[str | int | None, moment(
+    "Valid time: only observations whose period holds this (without a period: timestamp ≤ this)")]  # §19
 Reason = Annotated[str, text_field("Why, in one line (it goes into the new observation's event).", 1000)]
 Source = Annotated[str | None, text_field("Who makes the statement (default human/<your git user name>).", 256)]
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ..errors import UsageError
-from .fields import At, Field, MaxClassification, text_field
+from .fields import AsOf, At, Field, MaxClassification, text_field
 from .reads import Query, filters, meaning
 from .registry import operation
 from .session import Session
-from .values import Ceiling
+from .values import Ceiling, Moment
 
 DEFAULT_BUDGET = 2000
 MIN_BUDGET = 64  # the header and the line that says what was left out, whatever the counts
@@ -38,6 +38,7 @@ class Recall:
     budget: Annotated[int, Field(f"At most this many tokens, counted as characters / 4 ({MIN_BUDGET}..{MAX_BUDGET}).",
                                  minimum=MIN_BUDGET, maximum=MAX_BUDGET)] = DEFAULT_BUDGET
     at: At = None
+    as_of: AsOf = None
     max_classification: MaxClassification = None
 
 
@@ -62,11 +63,13 @@ def recall(session: Session, request: Recall) -> Block:
         raise UsageError(f"budget {request.budget} is not between {MIN_BUDGET} and {MAX_BUDGET} tokens ({MIN_BUDGET}: "
                          "the smallest block, its header and the line that says what was left out)", parameter="budget")
     ceiling = Ceiling.parse(request.max_classification, "max_classification")
+    moment = Moment.optional(request.as_of, "as_of")
     query = Query(scopes=request.scopes, text=request.text, limit=MAX_OBSERVATIONS, at=request.at)
     engine = filters(query)
     engine.brief = True  # the block shows an observation's id, commit, time and event, and reads its entity
     engine.semantic = meaning(session, query)
     match = "lexical" if engine.semantic is None else engine.semantic.match
+    engine.as_of = moment.iso() if moment else None
     ask = RecallRequest(tuple(request.entities), engine, request.budget, match)
     block = session.read(lambda scope: compile_block(scope, ask), session.at(request.at), ceiling=ceiling)
     return Block(block["json"], block["markdown"])

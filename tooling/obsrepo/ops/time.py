@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ..format.contested import DEFAULT_WINDOW
-from .fields import At, EntityId, EntityType, Field, Limit, MaxClassification, Offset, moment, text_field
+from .fields import AsOf, At, EntityId, EntityType, Field, Limit, MaxClassification, Offset, text_field
 from .registry import Answer, operation
 from .session import Session
 
@@ -67,8 +67,7 @@ class Contested:
                       Field("Only entities that a visible observation in ANY of these scopes is about.",
                             max_items=100)] = ()
     window: Window = DEFAULT_WINDOW
-    as_of: Annotated[str | int | None, moment(
-        "Valid time: only observations whose period holds this (without a period: timestamp ≤ this)")] = None
+    as_of: AsOf = None
     at: At = None
     limit: Limit = 50
     offset: Offset = 0

@@ -82,15 +82,16 @@ def _stored(scope: ReadScope, limit: int, offset: int, *, entities: tuple[str, .
 
 
 
-def of_entities(scope: ReadScope, entities: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(entity, field) → its contest, for these surviving entities (the default window, the
-    commit's time): from the index's table where it holds exactly this scope's rows."""
+def of_entities(scope: ReadScope, entities: list[str], as_of: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+    """(entity, field) → its contest, for these surviving entities (the default window, at
+    `as_of` or else the commit's time): from the index's table where it holds exactly this
+    scope's rows and no `as_of`."""
     if not entities:
         return {}
-    if scope.as_indexed:
+    if scope.as_indexed and as_of is None:
         _total, found = _stored(scope, 1 << 30, 0, entities=tuple(entities))
     else:
-        found = contests(scope, parse_window(DEFAULT_WINDOW), entities=tuple(entities))
+        found = contests(scope, parse_window(DEFAULT_WINDOW), entities=tuple(entities), as_of=as_of)
     return {(c["entity_id"], c["field"]): c for c in found}
 
 

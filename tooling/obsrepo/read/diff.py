@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..format.reduce import Obs, merge_map, reduce_entity, retracted_ids, survivor
+from ..format.reduce import Obs, counts, merge_map, reduce_entity, retracted_ids, survivor
 from ..format.vocabulary import CORRECTION_PRIORITY
 from ..gate.sources import DOCUMENT_ROOTS
 from ..gitstore import Git
-from ..index.reducer_rows import PLAIN_ROW, ROW, as_obs, load_policies, plain_obs, special_rows
+from ..index.reducer_rows import PLAIN_ROW, ROW, as_obs, commit_instant, load_policies, plain_obs, special_rows
 from .diff_check import change_problems, comprehension_changes
 from .diff_contests import opened_and_closed
 from .scope import ReadScope
@@ -39,6 +39,7 @@ class Side:
     counts: dict[str, int] = field(default_factory=dict)  # touched entity → its observations
     special: list[Obs] = field(default_factory=list)  # the merges and retractions read
     families: dict[str, list[Obs]] = field(default_factory=dict)  # survivor → its ordinary rows
+    valid_at: str | None = None  # the commit's time: a period counts where it holds it (docs/design.md §19)
 
     def state(self, entity: str) -> tuple[str, Any]:
         """("live", result) | ("deleted", result) | ("merged", survivor) | ("absent", None)."""
@@ -81,6 +82,7 @@ def review(base_scope: ReadScope, head_scope: ReadScope, check_scope: ReadScope 
         if obs.id not in removed_ids:
             head.rows.setdefault(obs.id, obs)
     for scope, side in ((base_scope, base), (head_scope, head)):
+        side.valid_at = commit_instant(git, side.sha)
         side.counts = _counts(scope, touched)
         _reduce(scope, side, touched, explain=side is head)
 
@@ -174,7 +176,7 @@ def _reduce(scope: ReadScope, side: Side, touched: set[str], explain: bool) -> N
     for entity in sorted({survivor(e, side.merges) for e in touched}):
         policies = load_policies(scope.git, side.sha, entity.split("/", 1)[0])
         side.results[entity] = reduce_entity(entity, families.get(entity, []) + special, policies,
-                                             at_commit=side.sha, explain=explain)
+                                             at_commit=side.sha, explain=explain, valid_at=side.valid_at)
 
 
 def _tenant_text(obs: Obs) -> str:
@@ -306,8 +308,8 @@ def _losing(added: list[Obs], head: Side) -> list[dict[str, Any]]:
     losing = []
     for obs in added:
         names = sorted(n for n in obs.fields if n != "_deleted")
-        if not obs.entity or not names:
-            continue
+        if not obs.entity or not names or not counts(obs, None, head.valid_at):
+            continue  # a period that does not hold HEAD's time neither wins nor loses there
         target = survivor(obs.entity, head.merges)
         result = head.results.get(target)
         if result is None:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from ..format.contested import DEFAULT_WINDOW, entity_contests, parse_window
 from ..format.reduce import Obs, survivor
 from ..gitstore import Git
-from ..index.reducer_rows import commit_instant, load_policies
+from ..index.reducer_rows import load_policies
 
 
 class Side(Protocol):
@@ -18,6 +18,7 @@ class Side(Protocol):
     merges: dict[str, str]
     special: list[Obs]
     families: dict[str, list[Obs]]
+    valid_at: str | None
 
 
 def opened_and_closed(git: Git, touched: set[str], base: Side, head: Side) -> dict[str, list[dict[str, Any]]]:
@@ -26,7 +27,7 @@ def opened_and_closed(git: Git, touched: set[str], base: Side, head: Side) -> di
     and challengers as the commit that has it sees them."""
     found: list[dict[tuple[str, str], dict[str, Any]]] = []
     for side in (base, head):
-        valid_at = commit_instant(git, side.sha)
+        valid_at = side.valid_at
         contests: dict[tuple[str, str], dict[str, Any]] = {}
         for entity in sorted({survivor(e, side.merges) for e in touched}):
             policies = load_policies(git, side.sha, entity.split("/", 1)[0])

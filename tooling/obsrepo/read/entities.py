@@ -22,6 +22,7 @@ from ..index.reducer_rows import schema_at
 from .query import RECORD_SQL, _record
 from .scope import ReadScope, entity_clause
 from .snapshots import snapshot
+from .valid import counting
 
 # relationships are listed by type, source, target, then observation
 EDGE_ORDER = itemgetter("type", "source_entity_id", "target_entity_id", "observation_id")
@@ -29,28 +30,28 @@ IDENTIFYING_FIELDS = ("name", "legal_name", "email", "title", "display_name", "u
                       "number", "invoice_number", "external_id", "vat_id")
 
 
-def _summaries(scope: ReadScope, entity_ids: list[str]) -> list[dict[str, Any]]:
+def _summaries(scope: ReadScope, entity_ids: list[str], as_of: str | None = None) -> list[dict[str, Any]]:
     """Summaries of a page of entities: the index's own snapshots where they are this scope's
     (nothing withheld: no binding, ceiling, draft or expiry; the indexed commit, or a commit that
-    patches it and leaves these entities' rows alone), else a few reduced one by one, more at
-    once in SQL (only their own rows, and those of the entities merged into them). The same
-    answers either way, only the cost differs."""
-    fresh = scope.stored_fresh(entity_ids)
+    patches it and leaves these entities' rows alone; no `as_of`), else a few reduced one by one,
+    more at once in SQL (only their own rows, and those of the entities merged into them). The
+    same answers either way, only the cost differs."""
+    fresh = scope.stored_fresh(entity_ids) if as_of is None else []
     stored = _stored_summaries(scope, fresh) if fresh else {}
     missing = [e for e in entity_ids if e not in stored]
-    reduced = _reduce_many(scope, missing) if len(missing) > 8 else {}
-    snaps = {e: reduced.get(e) or _snapshot_or_empty(scope, e) for e in missing}
+    reduced = _reduce_many(scope, missing, as_of) if len(missing) > 8 else {}
+    snaps = {e: reduced.get(e) or _snapshot_or_empty(scope, e, as_of) for e in missing}
     summaries = {entity: {"entity_id": entity, "entity_type": entity.split("/", 1)[0],
                           "observation_count": snap["observation_count"], "last_observation_at": snap["last_observation_at"],
                           "snapshot": snap["snapshot"]} for entity, snap in snaps.items()}
     return [stored.get(entity) or summaries[entity] for entity in entity_ids]
 
 
-def _snapshot_or_empty(scope: ReadScope, entity: str) -> dict[str, Any]:
+def _snapshot_or_empty(scope: ReadScope, entity: str, as_of: str | None = None) -> dict[str, Any]:
     """The entity's snapshot; one only ever named by a relationship (no row of its own, say a
     neighbour) reads as an empty one rather than ending the whole answer."""
     try:
-        return snapshot(scope, entity)
+        return snapshot(scope, entity, as_of)
     except NotFoundError:
         return {"observation_count": 0, "last_observation_at": None, "snapshot": {}}
 
@@ -66,7 +67,7 @@ def _stored_summaries(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict
                      "last_observation_at": last, "snapshot": json.loads(snap)} for entity, count, last, snap in rows}
 
 
-def _reduce_many(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+def _reduce_many(scope: ReadScope, entity_ids: list[str], as_of: str | None = None) -> dict[str, dict[str, Any]]:
     """Snapshots of these entities by the SQL reducer, as `all_snapshots` has them."""
     from ..format.reduce import merge_map, retracted_ids, survivor
     from ..index.reducer_rows import CANDIDATES, all_policies, commit_instant
@@ -78,18 +79,21 @@ def _reduce_many(scope: ReadScope, entity_ids: list[str]) -> dict[str, dict[str,
     family = sorted(wanted | {e for e in merges if survivor(e, merges) in wanted})
     return reduce_all(scope.con, CANDIDATES.format(relation="visible", where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
                       [family], special, all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit,
-                      valid_at=commit_instant(scope.git, scope.at_commit))
+                      as_of=as_of, valid_at=commit_instant(scope.git, scope.at_commit))
 
 
-def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-    clause, params = "o.entity IS NOT NULL", []
+def list_entities(scope: ReadScope, entity_type: str | None = None, limit: int = 50, offset: int = 0,
+                  as_of: str | None = None) -> dict[str, Any]:
+    """The entities (survivors) with an observation at the valid time `as_of` (§19; without it,
+    every one), summarised as of then."""
+    clause, params = "o.entity IS NOT NULL" + (f" AND {counting(scope, as_of)}" if as_of is not None else ""), []
     if entity_type:
         clause += " AND o.entity_type = ?"
         params.append(entity_type)
     rows = scope.rows(f"SELECT DISTINCT o.entity FROM visible AS o WHERE {clause} ORDER BY 1", params)
     merges = _merges(scope)
     ids = sorted({e for (e,) in rows if e not in merges})  # a merged-away entity lives on in its survivor
-    return {"entities": _summaries(scope, ids[offset : offset + limit]), "total": len(ids),
+    return {"entities": _summaries(scope, ids[offset : offset + limit], as_of), "total": len(ids),
             "limit": limit, "offset": offset}
 
 
@@ -107,13 +111,16 @@ def normalize(text: str) -> str:
 
 
 def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limit: int = 50,
-         offset: int = 0) -> dict[str, Any]:
+         offset: int = 0, as_of: str | None = None) -> dict[str, Any]:
+    """The entities an identifying value of an observation that counts (§19: at `as_of`, else at
+    the commit's time) names, as their survivors, summarised as of the same time."""
     wanted = normalize(identifier)
     if not wanted:
         raise UsageError("identifier has no letters or digits", parameter="identifier")
+    counts = counting(scope, as_of)
     rows = scope.rows("SELECT DISTINCT o.entity, f.key, f.value FROM visible AS o, json_each(o.fields) AS f "
-                      "WHERE o.entity IS NOT NULL AND json_type(f.value) = 'VARCHAR'")
-    keys = scope.rows("SELECT DISTINCT o.entity FROM visible AS o WHERE o.entity IS NOT NULL")
+                      f"WHERE o.entity IS NOT NULL AND json_type(f.value) = 'VARCHAR' AND {counts}")
+    keys = scope.rows(f"SELECT DISTINCT o.entity FROM visible AS o WHERE o.entity IS NOT NULL AND {counts}")
     found = set()
     for (entity,) in keys:
         key = entity.split("/", 1)[1]
@@ -130,7 +137,7 @@ def find(scope: ReadScope, identifier: str, entity_type: str | None = None, limi
     merges = _merges(scope)
     ids = sorted({survivor(e, merges) for e in found} - {None})
     ids = [e for e in ids if entity_type is None or e.split("/", 1)[0] == entity_type]
-    return {"entities": _summaries(scope, ids[offset : offset + limit]), "total": len(ids),
+    return {"entities": _summaries(scope, ids[offset : offset + limit], as_of), "total": len(ids),
             "limit": limit, "offset": offset}
 
 
@@ -190,13 +197,13 @@ _GRAPHS_KEPT = 4
 _GRAPHS_LOCK = threading.Lock()
 
 
-def _graph(scope: ReadScope) -> _Graph:
-    key = (scope.at_commit, tuple(sorted(scope.tenant.items())))
+def _graph(scope: ReadScope, as_of: str | None = None) -> _Graph:
+    key = (scope.at_commit, tuple(sorted(scope.tenant.items())), as_of)
     with _GRAPHS_LOCK:
         if key in _GRAPHS:
             _GRAPHS.move_to_end(key)
             return _GRAPHS[key]
-    graph = _Graph(_edges(scope))
+    graph = _Graph(_edges(scope, as_of))
     with _GRAPHS_LOCK:
         _GRAPHS[key] = graph
         while len(_GRAPHS) > _GRAPHS_KEPT:
@@ -204,20 +211,22 @@ def _graph(scope: ReadScope) -> _Graph:
     return graph
 
 
-def _edges(scope: ReadScope) -> list[dict[str, Any]]:
-    """Every live relationship visible to the caller (retracted relations do not count)."""
+def _edges(scope: ReadScope, as_of: str | None) -> list[dict[str, Any]]:
+    """Every live relationship visible to the caller: retracted relations do not count, nor
+    those of an observation whose period does not hold the valid time (§19)."""
     retracted = {r[0] for r in scope.rows("SELECT DISTINCT unnest(o.retracts) FROM visible AS o WHERE len(o.retracts) > 0")}
     rows = scope.rows(
         "SELECT o.id, o.path, o.entity, r.type, r.target FROM (SELECT o.id, o.path, o.entity, unnest(o.relations) AS r "
-        "FROM visible AS o WHERE len(o.relations) > 0) AS o ORDER BY o.id, r.type, r.target")
+        f"FROM visible AS o WHERE len(o.relations) > 0 AND {counting(scope, as_of)}) AS o ORDER BY o.id, r.type, r.target")
     return [{"type": kind, "source_entity_id": source, "target_entity_id": target, "observation_id": obs_id, "path": path}
             for obs_id, path, source, kind, target in rows if obs_id not in retracted]
 
 
-def relationships(scope: ReadScope, entity: str, direction: str = "both", types: tuple[str, ...] = ()) -> dict[str, Any]:
+def relationships(scope: ReadScope, entity: str, direction: str = "both", types: tuple[str, ...] = (),
+                  as_of: str | None = None) -> dict[str, Any]:
     if direction not in ("in", "out", "both"):
         raise UsageError("direction is in, out or both", parameter="direction")
-    graph = _graph(scope)
+    graph = _graph(scope, as_of)
     candidates = {id(e): e for side, edges in (("out", graph.out), ("in", graph.into)) if direction in (side, "both")
                   for e in edges.get(entity, ())}
     found = [dict(e) for e in candidates.values() if not types or e["type"] in types]
@@ -226,12 +235,13 @@ def relationships(scope: ReadScope, entity: str, direction: str = "both", types:
 
 
 def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), direction: str = "both",
-            hops: int = 1, limit: int | None = None) -> dict[str, Any]:
+            hops: int = 1, limit: int | None = None, as_of: str | None = None) -> dict[str, Any]:
     """Breadth-first over relationships, each entity once. Entities are taken as their survivors:
     a merged-away entity is reached, and listed, only as the entity it was merged into (its
     relationships count for the survivor; the merge itself is no step). The visited set ends
     the walk, so any `hops` ≥ 1 terminates, cycles included. `limit`: list (and summarise) only
-    the first entities by id; the totals and relationships count every one."""
+    the first entities by id; the totals and relationships count every one. The relationships
+    and summaries are those of the valid time (§19: `as_of`, else the commit's time)."""
     from ..format.reduce import survivor
 
     if hops < 1:
@@ -240,12 +250,12 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
         raise UsageError("limit must be at least 1", parameter="limit")
     if direction not in ("in", "out", "both"):
         raise UsageError("direction is in, out or both", parameter="direction")
-    start = snapshot(scope, entity)["entity_id"]  # ENTITY_NOT_FOUND for an unknown start; merges
+    start = snapshot(scope, entity, as_of)["entity_id"]  # ENTITY_NOT_FOUND for an unknown start; merges
     merges = _merges(scope)
     members: dict[str, list[str]] = {}  # survivor → the entities merged into it
     for merged in merges:
         members.setdefault(survivor(merged, merges) or merged, []).append(merged)
-    graph = _graph(scope)
+    graph = _graph(scope, as_of)
 
     sides = [(side == "out", edges, steps_of) for side, edges, steps_of in
              (("out", graph.out, graph.ahead), ("in", graph.into, graph.behind)) if direction in (side, "both")]
@@ -293,7 +303,7 @@ def related(scope: ReadScope, entity: str, types: tuple[str, ...] = (), directio
         rels = [dict(used[place]) for place in sorted(used)]
     # `limit`: only the first entities by id are summarised (each one a reduction); the totals
     # and the relationships still cover every entity reached
-    return {"entities": _summaries(scope, others if limit is None else others[:limit]), "relationships": rels,
+    return {"entities": _summaries(scope, others if limit is None else others[:limit], as_of), "relationships": rels,
             "total_entities": len(others), "total_relationships": len(rels), "hops_traversed": deepest}
 
 

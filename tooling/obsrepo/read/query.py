@@ -18,6 +18,7 @@ from ..index.columns import RECORD, quoted
 from ..index.schema import CLASSIFICATION_RANK
 from ..times import format_timestamp
 from .scope import TENANT_COLUMNS, ReadScope, entity_clause
+from .valid import counting_at
 
 
 @dataclass
@@ -44,6 +45,7 @@ class QueryRequest:
     rank_in_time: bool = True  # a row observed in a period the text names ranks higher (hints.py)
     rank_about: bool = True  # a row about an entity the text names ranks higher (hints.py)
     brief: bool = False  # records of BRIEF's keys only (recall's): a page then reads no body, data or context
+    as_of: str | None = None  # valid time (docs/design.md §19): only the rows whose effective interval holds it
 
 
 def _naive_utc(moment: datetime) -> datetime:
@@ -75,6 +77,8 @@ def _filters(request: QueryRequest, keyed: str | None = None) -> tuple[str, list
             clause, values = entity_clause(named, by_key=keyed is None)  # obs_keys holds no entity key
             clauses.append(clause)
             params.extend(values)
+    if request.as_of is not None:
+        clauses.append(counting_at(request.as_of, None))
     if request.max_classification is not None:
         clauses.append("o.class_rank <= ?")
         params.append(CLASSIFICATION_RANK[request.max_classification])
@@ -154,7 +158,9 @@ def _meaning_page(scope: ReadScope, matching: str, params: list, request: QueryR
 def _reading(scope: ReadScope, request: QueryRequest) -> tuple[str, str | None]:
     """The relation the matches are read from and the kind of key it was read by: a request
     that names scopes or a type reads its rows by key (`ReadScope.keyed`: a few blocks, not a
-    scan of every row), where the keys can say; else `visible`."""
+    scan of every row), where the keys can say (they hold no period: not with `as_of`); else `visible`."""
+    if request.as_of is not None:
+        return "visible", None
     for kind, values in (("scope", request.scopes), ("type", (request.type,) if request.type is not None else ())):
         if values:
             relation = scope.keyed(kind, values)

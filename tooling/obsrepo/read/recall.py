@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..format.reduce import Obs, merge_map, retracted_ids, survivor
-from ..index.reducer_rows import CANDIDATES, load_policies, special_rows
+from ..index.reducer_rows import CANDIDATES, commit_instant, load_policies, special_rows
 from .contested import of_entities
 from .query import QueryRequest, run_query, where_matching
 from .scope import ReadScope
@@ -83,11 +83,12 @@ def recall(scope: ReadScope, request: RecallRequest) -> dict[str, Any]:
         request.query.entities = _families(named, merges)
     relevant = run_query(scope, request.query)
     ordered, entity_total = _entity_order(scope, request, named, relevant["observations"], merges)
-    reduced = _snapshots(scope, ordered, special, merges)
+    as_of = request.query.as_of  # valid time (§19): the rows, snapshots and contests of that instant
+    reduced = _snapshots(scope, ordered, special, merges, as_of)
     snapshots = [s for s in reduced if s["snapshot"]]  # deleted, or nothing left in view: no facts to cite
     family = _families([s["entity_id"] for s in snapshots], merges)
     belief_rows, belief_total = _belief_rows(scope, family, [o["id"] for o in relevant["observations"]])
-    disputes = of_entities(scope, [s["entity_id"] for s in snapshots])
+    disputes = of_entities(scope, [s["entity_id"] for s in snapshots], as_of)
     commits = _commits(scope, {_first(p) for s in snapshots for p in s["provenance"].values()}
                        | {cited for row in belief_rows for cited in row[3]}
                        | {c["observation_id"] for d in disputes.values() for c in d["challengers"]})
@@ -133,16 +134,17 @@ def _entity_order(scope: ReadScope, request: RecallRequest, named: list[str], re
         return named[:MAX_ENTITIES], len(named)
     # the relevant observations passed the same scopes: their entities are among those counted
     first = list(dict.fromkeys(survivor(o["entity"], merges) for o in relevant if o["entity"] and request.query.text))
-    key = ("recall entities", *scope.view_key(), request.query.scopes, tuple(sorted(merges.items())))
-    recent, total = scope.remember(key, lambda: _recent_entities(scope, request.query.scopes, merges))
+    key = ("recall entities", *scope.view_key(), request.query.scopes, request.query.as_of, tuple(sorted(merges.items())))
+    recent, total = scope.remember(key, lambda: _recent_entities(scope, request.query.scopes, merges, request.query.as_of))
     return list(dict.fromkeys(first + recent))[:MAX_ENTITIES], total
 
 
-def _recent_entities(scope: ReadScope, scopes: tuple[str, ...], merges: dict[str, str]) -> tuple[list[str], int]:
+def _recent_entities(scope: ReadScope, scopes: tuple[str, ...], merges: dict[str, str],
+                     as_of: str | None) -> tuple[list[str], int]:
     """The MAX_ENTITIES entities of the scopes' rows most recently observed (ties by id), merged
     entities counted with their survivor, and how many there are: one aggregate over the rows,
     kept for the index generation and view (a kept-open reader asks it for every block)."""
-    where, params = where_matching(scope, QueryRequest(scopes=scopes))
+    where, params = where_matching(scope, QueryRequest(scopes=scopes, as_of=as_of))
     target, joined = "o.entity", list[Any]()
     if merges:
         target = "coalesce(m.survivor, o.entity)"
@@ -158,16 +160,17 @@ def _recent_entities(scope: ReadScope, scopes: tuple[str, ...], merges: dict[str
     return [entity for entity, _ in rows], (rows[0][1] if rows else 0)
 
 
-def _snapshots(scope: ReadScope, entities: list[str], special: list[Obs], merges: dict[str, str]) -> list[dict[str, Any]]:
+def _snapshots(scope: ReadScope, entities: list[str], special: list[Obs], merges: dict[str, str],
+               as_of: str | None) -> list[dict[str, Any]]:
     """The reduced snapshots of `entities`, as `snapshot` has them (an entity with no row left
     reads as an empty snapshot): the index's own `entity_snapshots` for those whose stored row is
-    their snapshot here (`stored_fresh`: nothing withheld), the SQL reducer over the rest's rows
-    alone."""
+    their snapshot here (`stored_fresh`: nothing withheld, no `as_of`), the SQL reducer over the
+    rest's rows alone, with the same valid time (§19: `as_of`, else the commit's time)."""
     from ..index.sqlreduce import reduce_all
 
     if not entities:
         return []
-    fresh = scope.stored_fresh(entities)
+    fresh = scope.stored_fresh(entities) if as_of is None else []
     rows = scope.rows("SELECT entity_id, snapshot, provenance FROM entity_snapshots "
                       "WHERE entity_id IN (SELECT unnest(?::VARCHAR[]))", [fresh]) if fresh else []
     reduced = {e: {"entity_id": e, "snapshot": json.loads(snap), "provenance": json.loads(prov)} for e, snap, prov in rows}
@@ -177,7 +180,8 @@ def _snapshots(scope: ReadScope, entities: list[str], special: list[Obs], merges
         policies = {(kind, name): policy for kind in sorted({e.split("/", 1)[0] for e in missing})
                     for name, policy in load_policies(scope.git, scope.at_commit, kind).items()}
         reduced.update(reduce_all(scope.con, CANDIDATES.format(relation="visible", where="o.entity IN (SELECT unnest(?::VARCHAR[]))"),
-                                  [list(_families(missing, merges))], special, policies, at_commit=scope.at_commit))
+                                  [list(_families(missing, merges))], special, policies, at_commit=scope.at_commit,
+                                  as_of=as_of, valid_at=commit_instant(scope.git, scope.at_commit)))
     return [reduced.get(e) or {"entity_id": e, "snapshot": {}, "provenance": {}} for e in entities]
 
 

@@ -8,7 +8,8 @@ from ...ops import Entities, Find, Observations, Session, run
 from ..registry import read_tool
 
 
-@read_tool(Entities, "List entities", {"entity_type": "entity_type", "limit": "limit", "offset": "offset", "at": "at"})
+@read_tool(Entities, "List entities", {"entity_type": "entity_type", "limit": "limit", "offset": "offset", "at": "at",
+                                           "as_of": "as_of"})
 def retrieve_entities(session: Session, request: Entities) -> Any:
     """Entities with their snapshots, by entity id (`obsrepo entities`' JSON:
     {entities: [{entity_id, entity_type, observation_count, last_observation_at, snapshot}],
@@ -16,7 +17,7 @@ def retrieve_entities(session: Session, request: Entities) -> Any:
     return run(session, request).to_json()
 
 
-@read_tool(Find, "Find an entity", {"identifier": "identifier", "entity_type": "entity_type"})
+@read_tool(Find, "Find an entity", {"identifier": "identifier", "entity_type": "entity_type", "as_of": "as_of"})
 def retrieve_entity_by_identifier(session: Session, request: Find) -> Any:
     """Entities whose key, name, email or other identifying field matches the identifier, with
     case, accents, white space and punctuation ignored (`obsrepo find`'s JSON, the shape of

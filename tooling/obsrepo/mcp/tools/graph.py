@@ -11,7 +11,8 @@ INCLUDE_ENTITIES = {"type": "boolean", "default": True,
                     "description": "Include each entity's snapshot (false: ids, types and counts only)."}
 
 
-@read_tool(Relations, "List relationships", {"entity": "entity_id", "types": "relationship_types", "direction": "direction"})
+@read_tool(Relations, "List relationships", {"entity": "entity_id", "types": "relationship_types", "direction": "direction",
+                                                    "as_of": "as_of"})
 def list_relationships(session: Session, request: Relations) -> Any:
     """The relationships of the entity, both directions unless `direction` says otherwise;
     retracted relations do not count (`obsrepo relations`' JSON: {relationships: [{type,
@@ -20,7 +21,7 @@ def list_relationships(session: Session, request: Relations) -> Any:
 
 
 @read_tool(Related, "Related entities", {"entity": "entity_id", "types": "relationship_types", "direction": "direction",
-                                         "hops": "max_hops"}, extras={"include_entities": INCLUDE_ENTITIES})
+                                         "hops": "max_hops", "as_of": "as_of"}, extras={"include_entities": INCLUDE_ENTITIES})
 def retrieve_related_entities(session: Session, request: Related, include_entities: bool = True) -> Any:
     """Entities reachable from the entity through relationships, each once, up to `max_hops`
     away; a merged-away entity is listed only as its survivor (`obsrepo related`'s JSON:

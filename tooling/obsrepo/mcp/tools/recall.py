@@ -9,7 +9,7 @@ from ..registry import Text, read_tool
 
 FORMAT = {"type": "string", "enum": ["markdown", "json"], "default": "markdown",
           "description": "markdown: the block to read at the start of a session; json: the same facts as one object."}
-ARGUMENTS = {"entities": "entity_ids", "scopes": "scope_ids", "text": "text", "budget": "budget", "at": "at"}
+ARGUMENTS = {"entities": "entity_ids", "scopes": "scope_ids", "text": "text", "budget": "budget", "at": "at", "as_of": "as_of"}
 
 
 @read_tool(Recall, "Recall: the session memory block", ARGUMENTS, extras={"format": FORMAT})
