@@ -1,0 +1,65 @@
+"""Valid time and identity under hostile input (docs/design.md §19, §20, §8b): every view of the
+identity queue reduces the same snapshots as every other read, a bound caller learns nothing of
+another tenant, and values at the edges of every range are located problems, never crashes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from helpers import Repo, observation
+
+NORTHWIND = {"org": "northwind"}
+
+PERIODS = [
+    # person/a was "Carol Jones" until 2026; person/b still is
+    observation("obs-20250101-000000-0001", entity="person/a", fields={"name": "Carol Jones"},
+                valid={"until": "2026-01-01T00:00:00Z"}, tenant=NORTHWIND),
+    observation("obs-20250101-000000-0002", entity="person/b", fields={"name": "Carol Jones"}, tenant=NORTHWIND),
+    observation("obs-20260101-000000-0003", entity="person/a", fields={"name": "Zygmunt Brzeczyszczykiewicz"},
+                tenant=NORTHWIND),
+    # person/c was "Eve Old" in 2019 only (recorded in 2026); person/d is "Eve Old" now
+    observation("obs-20260101-000000-0004", entity="person/c", fields={"name": "Eve Old"},
+                valid={"from": "2019-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"}, tenant=NORTHWIND),
+    observation("obs-20260101-000000-0005", entity="person/d", fields={"name": "Eve Old"}, tenant=NORTHWIND),
+]
+
+
+@pytest.fixture(scope="module")
+def periods(make_module_repo: Callable[..., Repo]) -> Repo:
+    made = make_module_repo()
+    made.add(*PERIODS)
+    made.commit("people with periods")
+    return made
+
+
+def _json(repo: Repo, *args: str) -> Any:
+    proc = repo.obsrepo(*args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _pairs(repo: Repo, *args: str) -> list[list[str]]:
+    return [c["entities"] for c in _json(repo, "identities", "--format", "json", *args)["candidates"]]
+
+
+def test_a_bound_identity_queue_counts_periods_as_the_unbound_one_does(periods: Repo) -> None:
+    # at the commit's time, c's 2019 name has ended: neither view pairs it with d
+    assert _json(periods, "snapshot", "person/c", "--format", "json")["snapshot"] == {}
+    assert _pairs(periods) == []
+    assert _pairs(periods, "--tenant", "org=northwind") == []
+
+
+@pytest.mark.parametrize(("moment", "expected"), [
+    ("2025-06-01", [["person/a", "person/b"]]),  # a was Carol Jones then
+    ("2019-06-01", []),  # c was Eve Old, d was not yet observed
+    ("2026-06-01", []),  # c's period has ended; a is Zygmunt
+])
+def test_identities_as_of_counts_the_observations_whose_period_holds_it(periods: Repo, moment: str,
+                                                                         expected: list[list[str]]) -> None:
+    assert _pairs(periods, "--as-of", moment) == expected
+    names = {e: _json(periods, "snapshot", f"person/{e}", "--as-of", moment)["snapshot"].get("name") for e in "abcd"}
+    for first, second in expected:  # the pair's evidence is what snapshot --as-of says
+        assert names[first.split("/")[1]] == names[second.split("/")[1]] is not None
