@@ -63,3 +63,47 @@ def test_identities_as_of_counts_the_observations_whose_period_holds_it(periods:
     names = {e: _json(periods, "snapshot", f"person/{e}", "--as-of", moment)["snapshot"].get("name") for e in "abcd"}
     for first, second in expected:  # the pair's evidence is what snapshot --as-of says
         assert names[first.split("/")[1]] == names[second.split("/")[1]] is not None
+
+
+GLOBEX = {"org": "globex"}
+PEOPLE = [
+    observation("obs-20260203-000000-0007", entity="person/alice", fields={"name": "Alice Smith"}, tenant=NORTHWIND),
+    observation("obs-20260203-000000-0008", entity="person/alice2", fields={"name": "Alice Smyth"}, tenant=GLOBEX),
+]
+
+
+@pytest.fixture
+def two_tenants(make_repo: Callable[..., Repo]) -> Repo:
+    made = make_repo()
+    made.add(*PEOPLE)
+    made.commit("two tenants")
+    return made
+
+
+def test_a_bound_writer_cannot_declare_distinct_an_entity_it_cannot_see_on_either_side(two_tenants: Repo) -> None:
+    repo = two_tenants
+    before = repo.git("for-each-ref")
+    said: dict[str, list[str]] = {}
+    for other in ("person/alice2", "person/nobody"):  # another tenant's entity reads as a missing one
+        for pair in ((other, "person/alice"), ("person/alice", other)):
+            proc = repo.obsrepo("distinct", *pair, "--reason", "not the same", "--tenant", "org=northwind",
+                                "--commit", "--format", "json")
+            assert proc.returncode == 1, proc.stdout + proc.stderr
+            error = json.loads(proc.stdout)["error"]
+            assert error["code"] == "ENTITY_NOT_FOUND" and error["details"]["issues"][0]["rule"] == "relation-target"
+            said.setdefault(other, []).append(error["message"].replace(other, "OTHER"))
+    assert said["person/alice2"] == said["person/nobody"]
+    assert repo.git("for-each-ref") == before  # nothing written
+
+
+def test_a_pull_request_declaring_distinct_from_another_tenants_entity_is_refused(two_tenants: Repo) -> None:
+    repo = two_tenants
+    base = repo.sha()
+    hostile = observation("obs-20260301-000000-0009", entity="person/alice2", tenant=NORTHWIND,
+                          relations=[{"type": "DISTINCT_FROM", "target": "person/alice"}])
+    repo.add(hostile)
+    repo.commit("declare another tenant's entity distinct")
+    result = repo.check("--base", base)
+    assert result.returncode == 1, result
+    assert result.issues == [("ENTITY_NOT_FOUND", "relation-target", hostile.path)]
+    assert result.data["issues"][0]["line"] == 7  # the entity key
