@@ -107,3 +107,26 @@ def test_a_pull_request_declaring_distinct_from_another_tenants_entity_is_refuse
     assert result.returncode == 1, result
     assert result.issues == [("ENTITY_NOT_FOUND", "relation-target", hostile.path)]
     assert result.data["issues"][0]["line"] == 7  # the entity key
+
+
+@pytest.mark.parametrize("key", ["c\u001b]0;owned\u0007", "c\u009b2J", "c\u007f", "al\u200bice", "\u202eecila",
+                                 "a\u2066b", "\ufeffalice"])
+def test_an_entity_id_with_a_control_character_or_an_invisible_mark_is_a_located_problem(repo: Repo, key: str) -> None:
+    # a terminal obeys the one (text answers print entity ids as they are); the other makes two
+    # different ids look the same to the steward who merges them
+    about = observation("obs-20260213-102500-0001", entity=f"person/{key}", fields={"name": "x"})
+    pointing = observation("obs-20260213-102500-0002", entity="person/bob",
+                           relations=[{"type": "DISTINCT_FROM", "target": f"person/{key}"}])
+    for doc in (about, pointing):  # escaped, as YAML takes them: a raw C1 or DEL is a YAML error already
+        repo.write(doc.path, doc.replace(key, "".join(c if " " < c < "\x7f" else f"\\u{ord(c):04x}" for c in key)))
+    result = repo.check()
+    assert result.returncode == 1, result
+    assert ("VALIDATION_ERROR", "invalid-format", about.path) in result.issues
+    assert ("VALIDATION_ERROR", "invalid-format", pointing.path) in result.issues
+    lines = {i["path"]: i["line"] for i in result.data["issues"] if i["rule"] == "invalid-format"}
+    assert lines == {about.path: 7, pointing.path: 8}  # the entity key; the relations
+
+
+def test_a_readable_key_in_any_script_stays_valid(repo: Repo) -> None:
+    repo.add(observation("obs-20260213-102500-0001", entity="person/josé-日本:x@y", fields={"name": "x"}))
+    assert repo.check().returncode == 0
