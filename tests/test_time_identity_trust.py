@@ -130,3 +130,23 @@ def test_an_entity_id_with_a_control_character_or_an_invisible_mark_is_a_located
 def test_a_readable_key_in_any_script_stays_valid(repo: Repo) -> None:
     repo.add(observation("obs-20260213-102500-0001", entity="person/josé-日本:x@y", fields={"name": "x"}))
     assert repo.check().returncode == 0
+
+
+@pytest.mark.parametrize(("date", "valid_at"), [
+    ("@99999999999999 +0000", "9999-12-31T23:59:59Z"),  # year 3170843: the range's end
+    ("@253402300800 +0000", "9999-12-31T23:59:59Z"),  # the first second of year 10000
+    ("@1700000000 +9959", "2023-11-14T22:13:20Z"),  # an offset of four days: the instant stands
+    ("@1700000000 -9959", "2023-11-14T22:13:20Z"),
+])
+def test_a_commit_dated_outside_the_range_stops_no_read(repo: Repo, date: str, valid_at: str) -> None:
+    # git records any committer time and offset; the commit's time is the valid time of every
+    # read without --as-of (§19), so a pushed commit must not turn every read into exit 5
+    repo.add(*PERIODS)
+    repo.env = {**repo.env, "GIT_COMMITTER_DATE": date}
+    repo.commit("a commit from far away")
+    assert repo.obsrepo("index").returncode == 0
+    assert _json(repo, "snapshot", "person/a")["valid_at"] == valid_at
+    assert _json(repo, "contested")["valid_at"] == valid_at
+    assert _json(repo, "intervals", "person/a")["at_commit"] == repo.sha()
+    assert _json(repo, "identities", "--format", "json", "--tenant", "org=northwind")["at_commit"] == repo.sha()
+    assert _json(repo, "history", "person/a", "--format", "json")["changes"]

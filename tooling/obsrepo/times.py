@@ -28,6 +28,7 @@ RANGE = "years 0001..9999 in UTC"
 MIN_MS, MAX_MS = -62135596800000, 253402300799999
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() would take '²' or Arabic-Indic digits
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_FIRST_SECOND, _LAST_SECOND = MIN_MS // 1000, MAX_MS // 1000
 
 
 class TimeError(ValueError):
@@ -43,6 +44,13 @@ def format_timestamp(value: datetime) -> str:
     """UTC, `Z`, microseconds only when present: the one canonical spelling."""
     text = value.astimezone(timezone.utc).isoformat()
     return text.replace("+00:00", "Z")
+
+
+def commit_time(seconds: int) -> datetime:
+    """A commit's time (git's unix seconds, `%ct`) in UTC, within years 0001..9999: git records
+    any number and any offset (year 10000, `+9959`), and no such commit stops a read; beyond the
+    range it reads as the range's nearest end (docs/design.md §8)."""
+    return _EPOCH + timedelta(seconds=min(max(seconds, _FIRST_SECOND), _LAST_SECOND))
 
 
 def to_utc(moment: datetime) -> datetime:
