@@ -150,3 +150,14 @@ def test_a_commit_dated_outside_the_range_stops_no_read(repo: Repo, date: str, v
     assert _json(repo, "intervals", "person/a")["at_commit"] == repo.sha()
     assert _json(repo, "identities", "--format", "json", "--tenant", "org=northwind")["at_commit"] == repo.sha()
     assert _json(repo, "history", "person/a", "--format", "json")["changes"]
+
+
+@pytest.mark.parametrize("reason", ["", "   "])
+def test_a_blank_reason_is_refused_on_the_command_line_as_over_mcp(two_tenants: Repo, reason: str) -> None:
+    repo = two_tenants
+    for args in (["distinct", "person/alice", "person/bob"], ["merge", "person/alice2", "person/alice"],
+                 ["retract", "obs-20260203-000000-0007"]):
+        proc = repo.obsrepo(*args, "--reason", reason, "--format", "json")
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert json.loads(proc.stdout)["error"]["details"] == {"parameter": "--reason"}
+    assert repo.git("status", "--porcelain") == ""  # nothing written
