@@ -161,3 +161,14 @@ def test_a_blank_reason_is_refused_on_the_command_line_as_over_mcp(two_tenants: 
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert json.loads(proc.stdout)["error"]["details"] == {"parameter": "--reason"}
     assert repo.git("status", "--porcelain") == ""  # nothing written
+
+
+@pytest.mark.parametrize("args", [["contested", "--type", "contract\x00"], ["contested", "--type", "x'\x00", "--window", "2d"],
+                                  ["contested", "--entity", "contract/c\x00"], ["query", "--scope", "deal/d\x00"],
+                                  ["identities", "--type", "person\x00", "--format", "json"]],
+                         ids=["contested-type", "contested-type-computed", "contested-entity", "query-scope", "identities-type"])
+def test_a_nul_in_a_filter_is_a_value_that_matches_nothing(periods: Repo, args: list[str]) -> None:
+    proc = periods.obsrepo(*args, "--format", "json") if "--format" not in args else periods.obsrepo(*args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    answer = json.loads(proc.stdout)
+    assert answer.get("total", 0) == 0 and not answer.get("contests") and not answer.get("observations")
