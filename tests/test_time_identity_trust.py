@@ -172,3 +172,16 @@ def test_a_nul_in_a_filter_is_a_value_that_matches_nothing(periods: Repo, args: 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     answer = json.loads(proc.stdout)
     assert answer.get("total", 0) == 0 and not answer.get("contests") and not answer.get("observations")
+
+
+def test_a_period_finer_than_microseconds_is_refused_not_cut(repo: Repo) -> None:
+    repo.add(*PERIODS)
+    repo.commit("people")
+    proc = repo.obsrepo("new", "--source", "agent/x", "--event", "priced", "--entity", "contract/c9", "--field", "price=1",
+                        "--valid-from", "2026-03-01T00:00:00.123456789Z", "--format", "json")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["error"]["details"] == {"parameter": "--valid-from"}
+    assert repo.git("status", "--porcelain") == ""  # nothing written
+    assert repo.obsrepo("contested", "--as-of", "2026-03-01T00:00:00.1234567+01:00").returncode == 2
+    six = _json(repo, "snapshot", "person/b", "--as-of", "2026-03-01T00:00:00.123456+01:00")
+    assert six["valid_at"] == "2026-02-28T23:00:00.123456Z"

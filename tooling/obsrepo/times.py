@@ -28,6 +28,7 @@ RANGE = "years 0001..9999 in UTC"
 MIN_MS, MAX_MS = -62135596800000, 253402300799999
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() would take '²' or Arabic-Indic digits
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_BEYOND_MICROSECONDS = re.compile(r"[.,][0-9]{7,}")
 _FIRST_SECOND, _LAST_SECOND = MIN_MS // 1000, MAX_MS // 1000
 
 
@@ -112,6 +113,9 @@ def parse_time(value: str | int, parameter: str) -> datetime:
         return _from_unix_ms(int(digits) if len(digits) <= len(str(MAX_MS)) else MAX_MS + 1, value, parameter)
     if text.startswith("0000"):
         raise UsageError(f"{parameter} must lie within {RANGE}, got '{value}'", parameter=parameter)
+    if _BEYOND_MICROSECONDS.search(text):  # fromisoformat would drop the rest: a period written shorter than asked
+        raise UsageError(f"{parameter} holds at most microseconds (6 digits after the second), got '{value}'",
+                         parameter=parameter)
     try:
         if len(text) == 10:
             return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
