@@ -185,3 +185,23 @@ def test_a_period_finer_than_microseconds_is_refused_not_cut(repo: Repo) -> None
     assert repo.obsrepo("contested", "--as-of", "2026-03-01T00:00:00.1234567+01:00").returncode == 2
     six = _json(repo, "snapshot", "person/b", "--as-of", "2026-03-01T00:00:00.123456+01:00")
     assert six["valid_at"] == "2026-02-28T23:00:00.123456Z"
+
+
+def test_huge_values_do_not_hold_the_identity_queue(repo: Repo) -> None:
+    # an edit distance takes time in the product of the lengths: three pairs of 40 kB codes held
+    # every index build for a quarter of a minute; values are compared on their first characters
+    import random
+    import time
+
+    rng = random.Random(7)
+    repo.write("schemas/entities/thing.yaml", "spec: entity-schema/v1\ntype: thing\nidentity:\n  compare:\n"
+                                              "    label: {method: name}\n    code: {method: code}\n")
+    code = "".join(rng.choice("abcdefghij") for _ in range(40_000))
+    repo.add(*(observation(f"obs-20260213-102500-000{n}", entity=f"thing/t{n}", fields={"label": "Same", "code": code + str(n)})
+               for n in range(1, 4)))
+    repo.commit("three things with huge codes")
+    started = time.monotonic()
+    assert repo.obsrepo("index").returncode == 0
+    assert time.monotonic() - started < 8
+    pairs = _json(repo, "identities", "--format", "json")["candidates"]
+    assert len(pairs) == 3 and all(p["score"] == 1.0 for p in pairs)  # the same first characters, the same label
