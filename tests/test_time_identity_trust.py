@@ -205,3 +205,18 @@ def test_huge_values_do_not_hold_the_identity_queue(repo: Repo) -> None:
     assert time.monotonic() - started < 8
     pairs = _json(repo, "identities", "--format", "json")["candidates"]
     assert len(pairs) == 3 and all(p["score"] == 1.0 for p in pairs)  # the same first characters, the same label
+
+
+def test_a_declaration_of_distinctness_has_no_period(two_tenants: Repo) -> None:
+    # the queue drops a declared pair for good and check bars its merge for good: a period on it
+    # would say what no reader does
+    repo = two_tenants
+    repo.add(observation("obs-20260203-000000-0009", entity="person/bob", fields={"name": "Bob"}, tenant=NORTHWIND))
+    repo.commit("bob")
+    bounded = observation("obs-20260301-000000-0010", entity="person/alice", tenant=NORTHWIND,
+                          relations=[{"type": "DISTINCT_FROM", "target": "person/bob"}],
+                          valid={"from": "2026-03-01T00:00:00Z", "until": "2026-04-01T00:00:00Z"})
+    repo.add(bounded)
+    result = repo.check()
+    assert result.returncode == 1, result
+    assert result.issues == [("VALIDATION_ERROR", "valid-on-merge", bounded.path)]

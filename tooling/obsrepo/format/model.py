@@ -289,9 +289,9 @@ class Observation(_Strict):
                 elif name.startswith("_"):
                     raise _fail("reserved-field", "field '{key}': names starting with '_' are reserved (only `_deleted` exists)",
                                 key=name)
-        if self.valid is not None and any(r.type == "DUPLICATE_OF" for r in self.relations or ()):
-            raise _fail("valid-on-merge", "a merge (`DUPLICATE_OF`) has no period: identity is not valid for a "
-                        "while; drop `valid` or write the merge apart")
+        if self.valid is not None and any(r.type in ("DUPLICATE_OF", "DISTINCT_FROM") for r in self.relations or ()):
+            raise _fail("valid-on-merge", "a merge (`DUPLICATE_OF`) or a declaration of distinctness (`DISTINCT_FROM`) "
+                        "has no period: identity is not valid for a while; drop `valid` or write the relation apart")
         if self.corrects is not None and self.priority is not None and self.priority < CORRECTION_PRIORITY:
             raise _fail("correction-priority", "a correction (`corrects`) has priority ≥ 1000 (1000 when omitted)")
         return self
