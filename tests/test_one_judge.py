@@ -30,6 +30,7 @@ GRAPH = [
     observation("obs-20260213-102500-0016", entity="company/f", tenant=X),
     observation("obs-20260213-102500-0017", entity="company/g", tenant=X,
                 relations=[{"type": "DISTINCT_FROM", "target": "company/f"}]),
+    observation("obs-20260213-102500-0019", entity="company/g", tenant=X),  # both ends of a declaration exist
     observation("obs-20260213-102500-0018", entity="company/i", tenant=X,
                 relations=[{"type": "DUPLICATE_OF", "target": "company/f"}]),
 ]

@@ -28,6 +28,8 @@ RANGE = "years 0001..9999 in UTC"
 MIN_MS, MAX_MS = -62135596800000, 253402300799999
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() would take '²' or Arabic-Indic digits
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_BEYOND_MICROSECONDS = re.compile(r"[.,][0-9]{7,}")
+_FIRST_SECOND, _LAST_SECOND = MIN_MS // 1000, MAX_MS // 1000
 
 
 class TimeError(ValueError):
@@ -43,6 +45,13 @@ def format_timestamp(value: datetime) -> str:
     """UTC, `Z`, microseconds only when present: the one canonical spelling."""
     text = value.astimezone(timezone.utc).isoformat()
     return text.replace("+00:00", "Z")
+
+
+def commit_time(seconds: int) -> datetime:
+    """A commit's time (git's unix seconds, `%ct`) in UTC, within years 0001..9999: git records
+    any number and any offset (year 10000, `+9959`), and no such commit stops a read; beyond the
+    range it reads as the range's nearest end (docs/design.md §8)."""
+    return _EPOCH + timedelta(seconds=min(max(seconds, _FIRST_SECOND), _LAST_SECOND))
 
 
 def to_utc(moment: datetime) -> datetime:
@@ -104,6 +113,9 @@ def parse_time(value: str | int, parameter: str) -> datetime:
         return _from_unix_ms(int(digits) if len(digits) <= len(str(MAX_MS)) else MAX_MS + 1, value, parameter)
     if text.startswith("0000"):
         raise UsageError(f"{parameter} must lie within {RANGE}, got '{value}'", parameter=parameter)
+    if _BEYOND_MICROSECONDS.search(text):  # fromisoformat would drop the rest: a period written shorter than asked
+        raise UsageError(f"{parameter} holds at most microseconds (6 digits after the second), got '{value}'",
+                         parameter=parameter)
     try:
         if len(text) == 10:
             return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)

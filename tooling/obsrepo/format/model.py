@@ -42,7 +42,10 @@ OBSERVATION_SPEC = "observation/v1"
 COMPREHENSION_SPEC = "comprehension/v1"
 
 OBSERVATION_ID = r"^obs-[a-z0-9]+(-[a-z0-9]+)*$"
-ENTITY_ID = r"^[a-z][a-z0-9_]*/[^\s/][^\s]*$"
+# a key holds no white space, no control character (C0, DEL, C1: a terminal would obey it) and no
+# invisible or direction-changing mark (zero-width, bidi controls, BOM): what prints is what it is
+_UNSEEN = r"\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+ENTITY_ID = rf"^[a-z][a-z0-9_]*/[^\s/{_UNSEEN}][^\s{_UNSEEN}]*$"
 RELATION_TYPE = r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$"
 KNOWN_RELATIONS = ("PART_OF", "CORRECTS", "REFERS_TO", "SETTLES", "DUPLICATE_OF", "DEPENDS_ON", "SUPERSEDES",
                    "DISTINCT_FROM")
@@ -286,9 +289,9 @@ class Observation(_Strict):
                 elif name.startswith("_"):
                     raise _fail("reserved-field", "field '{key}': names starting with '_' are reserved (only `_deleted` exists)",
                                 key=name)
-        if self.valid is not None and any(r.type == "DUPLICATE_OF" for r in self.relations or ()):
-            raise _fail("valid-on-merge", "a merge (`DUPLICATE_OF`) has no period: identity is not valid for a "
-                        "while; drop `valid` or write the merge apart")
+        if self.valid is not None and any(r.type in ("DUPLICATE_OF", "DISTINCT_FROM") for r in self.relations or ()):
+            raise _fail("valid-on-merge", "a merge (`DUPLICATE_OF`) or a declaration of distinctness (`DISTINCT_FROM`) "
+                        "has no period: identity is not valid for a while; drop `valid` or write the relation apart")
         if self.corrects is not None and self.priority is not None and self.priority < CORRECTION_PRIORITY:
             raise _fail("correction-priority", "a correction (`corrects`) has priority ≥ 1000 (1000 when omitted)")
         return self

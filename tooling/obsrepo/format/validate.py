@@ -52,7 +52,8 @@ _PATTERN_WORDS = {
     COMPREHENSION_ID: "must look like comp-<lowercase letters and digits>, in parts joined by single hyphens "
                       "(comp-acme-pricing)",
     ENTITY_ID: "must be <type>/<key>: a type of lowercase letters, digits and _ that starts with a letter, "
-               "a slash, then a key without spaces that does not start with a slash (company/acme)",
+               "a slash, then a key without spaces, control characters or invisible marks that does not start "
+               "with a slash (company/acme)",
     r"^[A-Za-z0-9][A-Za-z0-9_.:/@+-]*$": "must start with a letter or digit and hold only letters, digits and "
                                           "_ . : / @ + - (no spaces), e.g. agent/x, plugin:telegram, human/alice",
     r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$": "must start with a letter or digit and hold only letters, digits and "

@@ -139,9 +139,18 @@ def graph_rules(change: list[tuple[str, Document]], known: Facts) -> list[Issue]
 
 
 def relation_targets(live: list[tuple[str, Document]], known: Facts) -> list[Issue]:
-    """A relation's target is the entity of a live observation visible to the author's tenant."""
+    """A relation's target is the entity of a live observation visible to the author's tenant; a
+    declaration of distinctness is about a pair, so its own entity must be one too (another
+    observation's): a bound writer cannot take out of the queue, or bar the merge of, a pair it
+    could never see (§20)."""
     issues = []
     for path, facts in live:
+        if any(kind == "DISTINCT_FROM" for kind, _target in facts["relations"]) and not any(
+                other is not facts and visible(other["tenant"], facts["tenant"]) for other in known.about(facts["entity"])):
+            line, col = loc(facts, "entity")
+            issues.append(Issue(path, line, col, errors.ENTITY_NOT_FOUND, "relation-target",
+                                f"DISTINCT_FROM entity '{facts['entity']}' is not the entity of any other observation "
+                                "in this tenant"))
         for index, (rel_type, target) in enumerate(facts["relations"]):
             if not any(visible(other["tenant"], facts["tenant"]) for other in known.about(target)):
                 line, col = loc(facts, "relations", index)

@@ -14,6 +14,7 @@ from datetime import datetime
 from ..format.vocabulary import ENTITY_SCHEMAS_DIR
 from ..gate.sources import DOCUMENT_ROOTS
 from ..gitstore import Change, Git, raw_records
+from ..times import commit_time
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,12 @@ class Commit:
 
 def chain(git: Git, sha: str) -> list[Commit]:
     """The first-parent chain from the root to `sha`, oldest first."""
-    out = git.run("log", "--first-parent", "--reverse", "-z", "--format=%H%x00%cI%x00%an%x00%ae", sha)
+    out = git.run("log", "--first-parent", "--reverse", "-z", "--format=%H%x00%ct%x00%an%x00%ae", sha)
     fields = out.split(b"\0")
     commits = []
     for i in range(0, len(fields) - 3, 4):
         sha_, when, name, email = (f.decode("utf-8", "replace") for f in fields[i : i + 4])
-        commits.append(Commit(sha_.strip(), datetime.fromisoformat(when), name, email))
+        commits.append(Commit(sha_.strip(), commit_time(int(when)), name, email))
     return commits
 
 
@@ -41,7 +42,7 @@ def chain_since(git: Git, base: str, sha: str) -> list[Commit] | None:
     (the branch moved backwards, was rewritten, or `base` came in through a merge)."""
     if base == sha:
         return []
-    out = git.run("log", "--first-parent", "--reverse", "-z", "--format=%H%x00%P%x00%cI%x00%an%x00%ae", f"{base}..{sha}",
+    out = git.run("log", "--first-parent", "--reverse", "-z", "--format=%H%x00%P%x00%ct%x00%an%x00%ae", f"{base}..{sha}",
                   check=False)  # base may be gone (rewritten history, then gc)
     fields = out.split(b"\0")
     commits: list[Commit] = []
@@ -49,7 +50,7 @@ def chain_since(git: Git, base: str, sha: str) -> list[Commit] | None:
         sha_, parents, when, name, email = (f.decode("utf-8", "replace") for f in fields[i : i + 5])
         if not commits and parents.split()[:1] != [base]:
             return None
-        commits.append(Commit(sha_.strip(), datetime.fromisoformat(when), name, email))
+        commits.append(Commit(sha_.strip(), commit_time(int(when)), name, email))
     return commits or None
 
 
@@ -110,14 +111,14 @@ def commit_info(git: Git, shas: list[str]) -> dict[str, Commit]:
     """Committer time and author of each commit (fields split by US, records by RS)."""
     if not shas:
         return {}
-    out = git.run("show", "-s", "--no-walk", "--format=%H%x1f%cI%x1f%an%x1f%ae%x1e", *sorted(set(shas)))
+    out = git.run("show", "-s", "--no-walk", "--format=%H%x1f%ct%x1f%an%x1f%ae%x1e", *sorted(set(shas)))
     info = {}
     for record in out.split(b"\x1e"):
         parts = record.strip(b"\n").split(b"\x1f")
         if len(parts) != 4:
             continue
         sha_, when, name, email = (p.decode("utf-8", "replace") for p in parts)
-        info[sha_] = Commit(sha_, datetime.fromisoformat(when), name, email)
+        info[sha_] = Commit(sha_, commit_time(int(when)), name, email)
     return info
 
 

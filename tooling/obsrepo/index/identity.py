@@ -38,11 +38,17 @@ _LOW = (1 << 41) - 1  # the bits of a packed comparison that hold a feature id
 BLOCK_CAP = 20  # entities in one block, at most; larger blocks are skipped (FEBRL2 keeps every true pair)
 TABLE_COLUMNS = ("entity_a", "entity_b", "entity_type", "score", "tier", "evidence")
 
+# similarities read the first COMPARED characters of each normalised value: a name, a code, a
+# date is far shorter, and both functions take time in the product of the lengths, so one pair
+# of megabyte values would hold every index build for hours (equality, and so keys, reads it all)
+COMPARED = 256
+_A, _B = f"left(a.norm, {COMPARED})", f"left(b.norm, {COMPARED})"
+_EDITS = f"1 - levenshtein({_A}, {_B}) / greatest(length({_A}), length({_B}))::DOUBLE"
 SIMILARITY = {
     "exact": "(a.norm = b.norm)::DOUBLE",
-    "name": "jaro_winkler_similarity(a.norm, b.norm)",
-    "code": "1 - levenshtein(a.norm, b.norm) / greatest(length(a.norm), length(b.norm))::DOUBLE",
-    "date": "1 - levenshtein(a.norm, b.norm) / greatest(length(a.norm), length(b.norm))::DOUBLE",
+    "name": f"jaro_winkler_similarity({_A}, {_B})",
+    "code": _EDITS,
+    "date": _EDITS,
     "number": "CASE WHEN a.num = b.num THEN 1.0 ELSE greatest(0.0, 1 - abs(a.num - b.num) "
               "/ greatest(abs(a.num), abs(b.num))) END",
 }

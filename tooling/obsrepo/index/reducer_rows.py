@@ -74,11 +74,9 @@ def commit_instant(git: Git, commit: str | None) -> str | None:
     without `--as-of` answers for (docs/design.md §19). None for no commit."""
     if commit is None:
         return None
-    from datetime import datetime, timezone
+    from ..times import commit_time, format_timestamp
 
-    from ..times import format_timestamp
-
-    return format_timestamp(datetime.fromtimestamp(git.committed_at(commit), timezone.utc))
+    return format_timestamp(commit_time(git.committed_at(commit)))
 
 
 def all_policies(git: Git, commit: str) -> dict[tuple[str, str], str]:

@@ -15,7 +15,7 @@ read scope for every request, so both agree by construction.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from ..format.retention import Policy
@@ -85,8 +85,9 @@ def commit_moment(git: Git, con: Any, commit: str) -> datetime:
     row = con.execute("SELECT committed_at FROM commits WHERE sha = ?", [commit]).fetchone()
     if row is not None:
         return row[0]
-    when = git.run("show", "-s", "--format=%cI", commit).decode().strip()
-    return datetime.fromisoformat(when).astimezone(timezone.utc).replace(tzinfo=None)
+    from ..times import commit_time
+
+    return commit_time(git.committed_at(commit)).replace(tzinfo=None)
 
 
 def effective_relation(con: Any, git: Git, commit: str, base: str, *, prefix: str, ceiling: str | None = None,

@@ -19,7 +19,8 @@ MinScore = Annotated[float | None, Field("Only pairs scoring at least this (0..1
 class Identities:
     entity_type: EntityType = None
     min_score: MinScore = None
-    as_of: Annotated[str | int | None, moment("Valid time: snapshots of the observations with timestamp ≤ this")] = None
+    as_of: Annotated[str | int | None, moment(
+        "Valid time: only observations whose period holds this (without a period: timestamp ≤ this)")] = None
     at: At = None
     limit: Limit = 50
     offset: Offset = 0

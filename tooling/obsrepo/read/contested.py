@@ -12,7 +12,7 @@ from typing import Any
 from ..format.contested import DEFAULT_WINDOW, decided_by, parse_window, side
 from ..format.reduce import Obs, merge_map, retracted_ids, survivor
 from ..index.reducer_rows import INSTANT, all_policies, commit_instant, instant, load_policies
-from .scope import ReadScope, entity_clause, literal
+from .scope import ReadScope, entity_clause
 
 
 def contests(scope: ReadScope, window_seconds: int, *, entities: tuple[str, ...] = (), entity_type: str | None = None,
@@ -106,7 +106,8 @@ def _asked(scope: ReadScope, merges: dict[str, str], column: str, entities: tupl
         clauses.append(f"{column} IN (SELECT unnest(?::VARCHAR[]))")
         params.append(sorted({survivor(e, merges) for e in entities}))
     if entity_type is not None:
-        clauses.append(f"split_part({column}, '/', 1) = {literal(entity_type)}")
+        clauses.append(f"split_part({column}, '/', 1) = ?")  # a parameter: any text, NUL included, is just a type
+        params.append(entity_type)
     if scopes:
         about = scope.rows("SELECT DISTINCT o.entity FROM visible AS o WHERE o.entity IS NOT NULL "
                            "AND list_has_any(o.scope, ?::VARCHAR[])", [list(scopes)])

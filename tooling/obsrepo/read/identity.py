@@ -13,6 +13,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from ..times import format_timestamp
 from .scope import ReadScope
 
 ORDER = "score DESC, entity_a, entity_b"
@@ -40,23 +41,23 @@ def candidates(scope: ReadScope, entity_type: str | None = None, min_score: floa
 
 
 def _computed(scope: ReadScope, entity_type: str | None, as_of: datetime | None) -> str:
-    """The queue over the snapshots of what `scope` sees (valid up to `as_of`), as a temporary table."""
+    """The queue over the snapshots of what `scope` sees, as a temporary table: the snapshots every
+    other read reduces (§19): at `as_of`, the observations whose period holds it; without, those
+    without a period and those whose period holds the commit's time."""
     import pyarrow as pa
 
     from ..format.reduce import merge_map, retracted_ids
     from ..index.identity import compute, specs_at
     from ..index.identity_table import distinct_pairs
-    from ..index.reducer_rows import CANDIDATES, all_policies
+    from ..index.reducer_rows import CANDIDATES, all_policies, commit_instant
     from ..index.sqlreduce import reduce_all
 
     special = scope.special()
     merges = merge_map(special, retracted_ids(special))
-    where, params = "o.entity IS NOT NULL", []
-    if as_of is not None:
-        where += " AND o.timestamp <= ?"
-        params.append(as_of.replace(tzinfo=None))
-    snaps = reduce_all(scope.con, CANDIDATES.format(relation="visible", where=where), params, special,
-                       all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit)
+    snaps = reduce_all(scope.con, CANDIDATES.format(relation="visible", where="o.entity IS NOT NULL"), [], special,
+                       all_policies(scope.git, scope.at_commit), at_commit=scope.at_commit,
+                       as_of=format_timestamp(as_of) if as_of is not None else None,
+                       valid_at=commit_instant(scope.git, scope.at_commit))
     rows = [{"entity_id": s["entity_id"], "entity_type": s["entity_type"], "snapshot": json.dumps(s["snapshot"]),
              "provenance": json.dumps(s["provenance"]), "deleted": bool(s["deleted"])} for s in snaps.values()]
     schema = pa.schema([("entity_id", pa.string()), ("entity_type", pa.string()), ("snapshot", pa.string()),

@@ -43,8 +43,10 @@ RECORDS_BY_KEY = 128  # a page of at most this many records is read by row id (~
 
 
 def literal(value: str) -> str:
-    """A SQL string literal (the values come from a validated binding: UTF-8, no NUL)."""
-    return "'" + value.replace("'", "''") + "'"
+    """A SQL string literal of any text: DuckDB ends a quoted string at a NUL, so a NUL (a
+    caller's `--scope`, a search word) is spliced in as `chr(0)`, never left to end the quote."""
+    quoted = "'" + value.replace("'", "''") + "'"
+    return quoted if "\0" not in value else "(" + quoted.replace("\0", "' || chr(0) || '") + ")"
 
 
 def entity_clause(entities: list[str] | tuple[str, ...], by_key: bool = True) -> tuple[str, list[Any]]:

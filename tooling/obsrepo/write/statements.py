@@ -47,6 +47,14 @@ def target_tenant(state: NearState, obs_id: str, binding: dict[str, str]) -> dic
     return dict(facts["tenant"])
 
 
+def said(reason: str) -> str:
+    """A statement's reason, which its event carries: blank is no reason (USAGE_ERROR naming
+    `reason`), as every adapter's declaration says (at least one character)."""
+    if not reason.strip():
+        raise UsageError("reason must say why (it is empty)", parameter="reason")
+    return reason
+
+
 def correction(entity: str, field: str, value: Any, winner: str, tenant: dict[str, str], *, reason: str,
                source: str, winner_timestamp: str | None = None, now: datetime | None = None) -> dict[str, Any]:
     """A priority-1000 observation that corrects the field's winning observation (in its tenant:
@@ -55,7 +63,7 @@ def correction(entity: str, field: str, value: Any, winner: str, tenant: dict[st
     stamped at least one second after the winner it corrects (a second correction made within
     the same second as the first, or over a winner dated in the future, still wins)."""
     front: dict[str, Any] = {
-        "source": source, "event": f"Correct {field} of {entity}: {reason}", "type": "correction",
+        "source": source, "event": f"Correct {field} of {entity}: {said(reason)}", "type": "correction",
         "entity": entity, "fields": {field: value}, "priority": CORRECTION_PRIORITY, "corrects": [winner],
     }
     stamp = (now or datetime.now(timezone.utc)).replace(microsecond=0)
@@ -96,7 +104,7 @@ def _a(json_type_name: str) -> str:
 
 
 def retraction(obs_id: str, tenant: dict[str, str], *, reason: str, source: str) -> dict[str, Any]:
-    return _with_tenant({"source": source, "event": f"Retract {obs_id}: {reason}", "type": "retraction",
+    return _with_tenant({"source": source, "event": f"Retract {obs_id}: {said(reason)}", "type": "retraction",
                          "retracts": [obs_id]}, tenant)
 
 
@@ -106,13 +114,13 @@ def relation(source_entity: str, relation_type: str, target: str, *, source: str
 
 
 def merge(from_entity: str, into_entity: str, *, reason: str, source: str) -> dict[str, Any]:
-    return {"source": source, "event": f"Merge {from_entity} into {into_entity}: {reason}", "type": "merge",
+    return {"source": source, "event": f"Merge {from_entity} into {into_entity}: {said(reason)}", "type": "merge",
             "entity": from_entity, "relations": [{"type": "DUPLICATE_OF", "target": into_entity}]}
 
 
 def distinct(entity: str, other: str, *, reason: str, source: str) -> dict[str, Any]:
     """ENTITY and OTHER are not the same (DISTINCT_FROM, docs/design.md §20)."""
-    return {"source": source, "event": f"{entity} and {other} are distinct: {reason}", "type": "distinct",
+    return {"source": source, "event": f"{entity} and {other} are distinct: {said(reason)}", "type": "distinct",
             "entity": entity, "relations": [{"type": "DISTINCT_FROM", "target": other}]}
 
 
