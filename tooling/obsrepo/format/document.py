@@ -1,6 +1,6 @@
 """Bytes → front matter + body, with the strict YAML policy of docs/design.md §2 and §8.
 
-The YAML is read by libyaml's event parser (PyYAML's C extension) and composed here, so
+The YAML is read by libyaml's event parser (PyYAML's C extension; `events.py`) and composed here, so
 that the policy sees every anchor, alias, tag, key and scalar style with its position:
 
 * plain scalars follow a JSON-compatible subset: `true`/`false`, `null`/`~`/empty, and
@@ -24,24 +24,8 @@ from typing import Any
 from yaml import MarkedYAMLError, YAMLError
 from yaml import events as ev
 
-try:  # the C parser is what makes the policy affordable; the pure one is a fallback
-    from yaml._yaml import CParser as _Parser
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml.parser import Parser as _PyParser
-    from yaml.reader import Reader
-    from yaml.scanner import Scanner
-
-    class _Parser(Reader, Scanner, _PyParser):  # type: ignore[no-redef]
-        def __init__(self, stream: str) -> None:
-            Reader.__init__(self, stream)
-            Scanner.__init__(self)
-            _PyParser.__init__(self)
-
-        def dispose(self) -> None:
-            pass
-
-
 from ..errors import VALIDATION_ERROR
+from .events import CParser, PureParser
 from .report import Issue
 from .scalars import INT64_MAX, INT64_MIN, MAX_DEPTH, MAX_NUMBER_CHARS
 from .scalars import MISSING as _MISSING
@@ -151,7 +135,7 @@ def read_document(path: str, data: bytes, strict_only: bool = False) -> Document
     if subset is not None:
         doc.front, doc.locs = subset
         return doc
-    value = _Composer(path, front_text, doc).run()
+    value = _Composer(path, front_text, doc).run(CParser or PureParser)
     if value is not None and not isinstance(value, dict):
         doc.issues.append(_issue(path, 2, 1, "front-matter-not-mapping", "front matter must be a mapping of keys to values"))
     elif value is None and not doc.issues:
@@ -219,9 +203,10 @@ class _Composer:
     def bad(self, mark: Any, rule: str, message: str) -> None:
         self.issues.append(_issue(self.path, mark.line + 2, mark.column + 1, rule, message))
 
-    def run(self) -> Any:
-        parser = _Parser(self.text)
+    def run(self, parser_class: Any) -> Any:
+        parser = None
         try:
+            parser = parser_class(self.text)
             parser.get_event()  # StreamStart
             event = parser.get_event()
             if isinstance(event, ev.StreamEndEvent):
@@ -258,7 +243,8 @@ class _Composer:
             self.issues.append(_issue(self.path, line, col, "yaml-syntax", f"invalid YAML: {what} is not allowed in YAML text"))
             return None
         finally:
-            parser.dispose()
+            if parser is not None:
+                parser.dispose()
 
     def node(self, parser: Any, event: Any, key_path: tuple, depth: int) -> Any:
         cls = event.__class__
