@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import click
 from click.testing import CliRunner
-
 from obsrepo.cli import main
 
 
