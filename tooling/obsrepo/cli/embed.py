@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import click
-
 from ..ops import Answer, EmbedInfo, EmbedPull
 from .app import main
 from .declare import argument, command
 from .errors import _emit_json
-from .options import FORMATS, embedder_option, examples
+from .options import embedder_option, examples, output_format
 
 
 @main.group(epilog=examples("obsrepo embed pull minishlab/potion-base-8M",
@@ -24,8 +22,7 @@ def embed() -> None:
 
 @command(EmbedInfo, group=embed, names={"texts": argument("[TEXT]...")},
          options=(embedder_option,
-                  click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-                               help="text: one fact a line; json: the whole answer, vectors included.")),
+                  output_format(help_text="text: one fact a line; json: the whole answer, vectors included.")),
          examples=("obsrepo embed info", "obsrepo embed info --embedder model2vec:.obsrepo/models/m \"bill settled\""))
 def info(answer: Answer, output_format: str, request: EmbedInfo) -> str | None:
     """The configured embedder: provider, fingerprint and dimensions; with TEXTs, their vectors.
@@ -46,8 +43,7 @@ def info(answer: Answer, output_format: str, request: EmbedInfo) -> str | None:
 
 
 @command(EmbedPull, group=embed, names={"hub_id": argument("HUB_ID")},
-         options=(click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-                               help="text: where it went and how to use it; json: the same as an object."),),
+         options=(output_format(help_text="text: where it went and how to use it; json: the same as an object."),),
          examples=("obsrepo embed pull minishlab/potion-base-8M", "obsrepo embed pull wordllama:l2_supercat_256"))
 def pull(answer: Answer, output_format: str) -> str | None:
     """Download a model2vec model from the Hugging Face hub: the one command that downloads.

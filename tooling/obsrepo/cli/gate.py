@@ -10,14 +10,13 @@ import click
 from .. import errors
 from ..ops import Check, Session
 from .declare import Exit, Supplied, argument, command
-from .options import _progress_bar
+from .options import _progress_bar, output_format
 
 
 @command(Check, names={"paths": argument(), "cwd": Supplied(lambda _: os.getcwd()),
                        "progress": Supplied(lambda _: _progress_bar("checking"))},
-         options=(click.option("--format", "output_format", type=click.Choice(["text", "json", "github"]), default="text",
-                               show_default=True,
-                               help="text: one line per problem; json: one report object; github: annotations for GitHub Actions."),),
+         options=(output_format(choices=("text", "json", "github"),
+                                help_text="text: one line per problem; json: one report object; github: annotations for GitHub Actions."),),
          door=lambda _: Session(os.getcwd()),
          examples=("obsrepo check", "obsrepo check observations/2026/02/13/obs-20260213-102500-0001.md",
                    "obsrepo check --base origin/main --format github", "obsrepo check --staged"))

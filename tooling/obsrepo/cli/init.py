@@ -8,15 +8,14 @@ from .. import errors
 from ..ops import Init, init
 from .app import main
 from .errors import _emit_json, handled
-from .options import FORMATS, examples
+from .options import examples, output_format
 
 _SAYS = {"created": "created", "exists": "exists ", "unchanged": "same   ", "kept": "kept   ", "extended": "added to"}
 
 
 @main.command("init", epilog=examples("obsrepo init", "obsrepo init my-observations", "obsrepo init --format json"))
 @click.argument("dir", default=".", required=False)
-@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-              help="text: one line per folder and file; json: the folders and files with what became of each.")
+@output_format(help_text="text: one line per folder and file; json: the folders and files with what became of each.")
 @handled
 def init_command(dir: str, output_format: str) -> int:
     """Make DIR (default: here) a repository of observations, or complete one.

@@ -12,7 +12,7 @@ from ..ops.surface import plural, vectors_line
 from .app import main
 from .declare import Exit, Supplied, command
 from .errors import _emit_json, handled
-from .options import FORMATS, _progress_bar, embedder_option, examples, index_option, read_options, session
+from .options import _progress_bar, embedder_option, examples, index_option, output_format, read_options, session
 
 
 def _indexing(given: dict[str, Any]) -> Any:
@@ -23,8 +23,7 @@ def _indexing(given: dict[str, Any]) -> Any:
 @command(Index, name="index", names={"progress": Supplied(_indexing)},
          options=(click.option("--quiet", "-q", is_flag=True, help="No progress and no warnings."), index_option,
                   embedder_option,
-                  click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-                               help="text: a summary on stderr; json: the result (commit, counts, problems) on stdout.")),
+                  output_format(help_text="text: a summary on stderr; json: the result (commit, counts, problems) on stdout.")),
          examples=("obsrepo index", "obsrepo index --rev v1.2 --index /tmp/v1.duckdb", "obsrepo index --full --strict"))
 def index_command(built: Any, quiet: bool, output_format: str, request: Index) -> Exit:
     """Build or update the index from git objects at REV.

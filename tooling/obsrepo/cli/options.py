@@ -18,6 +18,13 @@ from .errors import _emit_json
 FORMATS = click.Choice(["text", "json"])
 
 
+def output_format(help_text: str, choices: tuple[str, ...] = ("text", "json"), default: str | None = None) -> Callable[[Any], Any]:
+    """The one `--format` every command offers: its forms (the first the default unless
+    `default` names another) and what each gives, in `help_text`."""
+    return click.option("--format", "output_format", type=click.Choice(list(choices)), default=default or choices[0],
+                        show_default=True, help=help_text)
+
+
 def examples(*lines: str) -> str:
     """A command's epilog: its examples, kept line by line (click's \\b marker)."""
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
@@ -40,13 +47,19 @@ embedder_option = click.option("--embedder", metavar="PROVIDER:MODEL",
                                help="none, model2vec:<model folder>, openai:<model> or ollama:<model> (or OBSREPO_EMBEDDER).")
 
 
-tenant_option = click.option("--tenant", metavar="org=…[,project=…]", help="Bind every read to this tenant (or OBSREPO_TENANT).")
+def tenant_for(help_text: str) -> Callable[[Any], Any]:
+    """The one `--tenant` (the door's binding): what binding it does to this command, in `help_text`."""
+    return click.option("--tenant", metavar="org=…[,project=…]", help=help_text)
+
+
+tenant_option = tenant_for("Bind every read to this tenant (or OBSREPO_TENANT).")
 
 
 def read_options(func: Callable) -> Callable:
     """The options every read command has: the tenant binding and the index file. The command
     receives them as `tenant` and `index_path`, or, under `read_session`, their Session."""
-    return tenant_option(index_option(func))
+    given: Callable = tenant_option(index_option(func))
+    return given
 
 
 def read_session(func: Callable[..., int]) -> Callable[..., int]:
@@ -90,8 +103,7 @@ def _json_out(answer: Answer, output_format: str) -> int:
     return errors.EXIT_OK
 
 
-json_or_text = click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="text", show_default=True,
-                            help="text: readable lines; json: the full result object.")
+json_or_text = output_format("text: readable lines; json: the full result object.", ("json", "text"), default="text")
 
 
 at_option = click.option("--at", metavar="REV", help="The repository as it was at REV.")
@@ -109,5 +121,4 @@ def _paged(func: Callable) -> Callable:
 
 def json_default(text_help: str) -> Callable[[Any], Any]:
     """`--format` of a command whose answer is JSON by default."""
-    return click.option("--format", "output_format", type=click.Choice(["json", "text"]), default="json", show_default=True,
-                        help=f"json: {text_help}")
+    return output_format(f"json: {text_help}", ("json", "text"))

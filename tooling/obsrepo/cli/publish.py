@@ -8,7 +8,7 @@ from .. import errors
 from ..ops.surface import CLASSIFICATIONS
 from .app import main
 from .errors import _emit_json, handled
-from .options import FORMATS, examples, read_options, session
+from .options import examples, output_format, read_options, session
 
 
 @main.command(epilog=examples("obsrepo publish --catalog local",
@@ -23,8 +23,7 @@ from .options import FORMATS, examples, read_options, session
               help="Nothing classified above this level leaves.")
 @click.option("--rebase-published", is_flag=True,
               help="Publish a rewritten history: what only the abandoned commits held is withdrawn (reason rebased).")
-@click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-              help="text: what was published; json: the same as an object.")
+@output_format(help_text="text: what was published; json: the same as an object.")
 @read_options
 @handled
 def publish(catalog_name: str, namespace: str, rev: str | None, max_classification: str, rebase_published: bool,

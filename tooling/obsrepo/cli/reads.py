@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
-
 from ..ops import Answer, Query, Show, Sql, Status
 from ..ops.surface import QUERY_MODES, observation_lines, plural, table, vectors_line
 from .declare import command, inverse
 from .errors import _emit_json
-from .options import FORMATS, embedder_option, index_option, json_or_text, read_options
+from .options import embedder_option, index_option, json_or_text, output_format, read_options
 
-query_format = click.option("--format", "output_format", type=click.Choice(QUERY_MODES), default="short", show_default=True,
-                            help="short: one line each; full: source, body, data and scopes too; json: one page object; "
-                                 "jsonl: one record per line.")
+query_format = output_format(choices=QUERY_MODES, default="short",
+                             help_text="short: one line each; full: source, body, data and scopes too; json: one page object; "
+                                       "jsonl: one record per line.")
 
 
 @command(Query, names={"scopes": "--scope", "embedding": None,
@@ -34,8 +32,7 @@ def query(page: Answer, output_format: str) -> str:
 
 
 @command(Status, options=(index_option, embedder_option,
-                          click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-                                       help="text: one fact a line; json: the whole state on stdout.")),
+                          output_format(help_text="text: one fact a line; json: the whole state on stdout.")),
          examples=("obsrepo status", "obsrepo status --format json"))
 def status(answer: Answer, output_format: str) -> str | None:
     """Which commit the index holds, how far behind HEAD, the watcher and its drafts.
@@ -88,9 +85,8 @@ def _watcher_line(watcher: dict | None) -> str:
     return line
 
 
-@command(Sql, options=(click.option("--format", "output_format", type=click.Choice(["table", "csv", "json"]), default="table",
-                                    show_default=True,
-                                    help="table: aligned columns; csv: with a header row; json: an array of row objects."),
+@command(Sql, options=(output_format(choices=("table", "csv", "json"),
+                                     help_text="table: aligned columns; csv: with a header row; json: an array of row objects."),
                        index_option),
          examples=('obsrepo sql "SELECT type, count(*) AS n FROM observations GROUP BY ALL ORDER BY n DESC"',
                    'obsrepo sql "DESCRIBE observations"', 'obsrepo sql "SHOW TABLES" --format json',

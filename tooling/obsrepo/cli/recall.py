@@ -9,13 +9,13 @@ import click
 from ..ops import Recall
 from .declare import command, flag
 from .errors import _emit_json
-from .options import embedder_option, read_options
+from .options import embedder_option, output_format, read_options
 
 
 @command(Recall, names={"entities": flag("--entity", metavar="TYPE/KEY"), "scopes": "--scope"},
          options=(embedder_option,
-                  click.option("--format", "output_format", type=click.Choice(["markdown", "json"]), default="markdown",
-                               show_default=True, help="markdown: the block to give an agent; json: the same facts as one object."),
+                  output_format(choices=("markdown", "json"),
+                                help_text="markdown: the block to give an agent; json: the same facts as one object."),
                   read_options),
          examples=("obsrepo recall --entity company/acme", "obsrepo recall --scope task/42 --text \"payment overdue\"",
                    "obsrepo recall --budget 500 --tenant org=northwind --format json"))

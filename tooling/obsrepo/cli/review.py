@@ -11,13 +11,12 @@ from ..ops import Answer, Diff
 from ..ops.surface import write_replacing
 from .declare import Exit, argument, command
 from .errors import _emit_json
-from .options import read_options
+from .options import output_format, read_options
 
 
 @command(Diff, names={"base": argument(), "head": argument(), "check": None},
-         options=(click.option("--format", "output_format", type=click.Choice(["text", "markdown", "json"]), default="text",
-                               show_default=True,
-                               help="text: for a terminal; markdown: a pull request body or job summary; json: one object."),
+         options=(output_format(choices=("text", "markdown", "json"),
+                                help_text="text: for a terminal; markdown: a pull request body or job summary; json: one object."),
                   click.option("--output", "output_file", metavar="PATH", help="Also write the JSON report to PATH."),
                   read_options),
          examples=("obsrepo diff", "obsrepo diff main HEAD --format markdown", "obsrepo diff HEAD~1 HEAD --format json",

@@ -15,7 +15,7 @@ from ..ops.surface import plural
 from .app import main
 from .declare import argument, command, flag, options_of, required, values_of
 from .errors import _emit_json, handled
-from .options import FORMATS, _progress_bar, examples, json_or_text, read_options, read_session
+from .options import _progress_bar, examples, json_or_text, output_format, read_options, read_session, tenant_for
 from .write import DESTINATION, WRITE_OPTIONS, render_written, statement
 
 
@@ -77,8 +77,8 @@ EXPORTED = {"scopes": "--scope", "text": flag("--text", help_text="Only observat
                               "obsrepo export --tenant org=northwind --max-classification internal --format jsonl > out.jsonl",
                               "obsrepo export --after 2026-01-01 --format parquet --output lake/observations"))
 @options_of(Query, EXPORTED)
-@click.option("--format", "output_format", type=click.Choice(["jsonl", "csv", "markdown", "parquet"]), default="jsonl",
-              show_default=True, help="jsonl, csv (a header row), markdown (a table), parquet (a folder, year=/month=).")
+@output_format(choices=("jsonl", "csv", "markdown", "parquet"),
+               help_text="jsonl, csv (a header row), markdown (a table), parquet (a folder, year=/month=).")
 @click.option("--output", metavar="PATH", help="The file (a folder for parquet); default stdout.")
 @read_options
 @handled
@@ -109,10 +109,8 @@ def export(output_format: str, output: str | None, door: Session, **filters: Any
     "comprehension_id": argument("COMP_ID"), "destination": DESTINATION,
     "observation": required(metavar="OBS_ID", help_text="The observation that bears on the belief."),
     "effect": required(help_text="What it does to the belief.")},
-    options=(click.option("--tenant", metavar="org=…[,project=…]",
-                          help="Cite only observations of this tenant (or OBSREPO_TENANT)."),
-             click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-                          help="text: path, version and confidence (and commit); json: the same as an object.")),
+    options=(tenant_for("Cite only observations of this tenant (or OBSREPO_TENANT)."),
+             output_format(help_text="text: path, version and confidence (and commit); json: the same as an object.")),
     examples=("obsrepo comprehend comp-acme-payments --observation obs-20260213-102500-0001 --effect confirm",
               'obsrepo comprehend comp-acme-payments --observation obs-2 --effect contradict --statement "Acme pays late"'))
 def comprehend(answer: Answer, output_format: str, request: Comprehend) -> str | None:

@@ -12,7 +12,7 @@ from ..ops import Answer, Correct, Merge, Relate, Retract, destination
 from ..ops.surface import parse_field
 from .declare import Composed, Names, Spelling, argument, command, required
 from .errors import _emit_json
-from .options import FORMATS
+from .options import output_format, tenant_for
 
 commit_option = click.option("--commit", "as_commit", is_flag=True,
                              help="Commit on a proposal branch instead of writing into the work tree.")
@@ -20,10 +20,8 @@ branch_option = click.option("--branch", metavar="BRANCH",
                              help="The proposal branch for --commit (default obsrepo/proposals, made from HEAD when missing).")
 # a statement's `destination`: the work tree, or with --commit a proposal branch
 DESTINATION = Composed((commit_option, branch_option), lambda as_commit, branch: destination(as_commit, branch))
-write_tenant = click.option("--tenant", metavar="org=…[,project=…]",
-                            help="Write as this tenant and see only its observations (or OBSREPO_TENANT).")
-written_format = click.option("--format", "output_format", type=FORMATS, default="text", show_default=True,
-                              help="text: the new file's path (and commit); json: id, path, content hash (commit, branch).")
+write_tenant = tenant_for("Write as this tenant and see only its observations (or OBSREPO_TENANT).")
+written_format = output_format(help_text="text: the new file's path (and commit); json: id, path, content hash (commit, branch).")
 WRITE_OPTIONS = (write_tenant, written_format)  # after the request's own and --commit, --branch
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # the names as mypy sees them; at run time each loads with it
     from .session import Session
     from .time import Contested, Contests, Intervals, periods
     from .values import Binding, Ceiling, Destination, Moment, Page, ProposalBranch, Rev, WorkTree, destination
-    from .writes import Comprehend, Correct, Feedback, Merge, New, Reclassify, Relate, Retract
+    from .writes import Comprehend, Correct, Feedback, Flags, Merge, New, Reclassify, Relate, Retract
 
 # name → the module of the door that defines it. The door loads lazily: `obsrepo check` loads
 # the review operations and never the reads, the writes, publication or adoption (each module's
@@ -58,6 +58,7 @@ _WHERE = {
     "Facets": "reads",
     "Feedback": "writes",
     "Find": "entities",
+    "Flags": "writes",
     "History": "entities",
     "Identities": "identity",
     "IdentityCandidates": "identity",
@@ -119,7 +120,7 @@ __all__ = [
     "Destination", "Diff", "Distinct", "Identities", "IdentityCandidates", "EmbedInfo", "EmbedPull", "Entities", "Export",
     "Facets", "Feedback", "Find", "History", "Index", "Init",
     "Intervals",
-    "Initialized", "Merge", "Moment", "New",
+    "Flags", "Initialized", "Merge", "Moment", "New",
     "Observations", "Operation", "Overview", "Page", "ProposalBranch", "Provenance", "Publication", "PublicationRows", "Query",
     "Recall", "Reclassify", "Relate", "Related",
     "Relations", "Retention", "Retract", "Rev", "Session", "Show", "Snapshot", "Sql", "Status", "Timeline", "WorkTree",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from ..format.vocabulary import CLASSIFICATIONS, COMPREHENSION_EFFECTS, COMPREHENSION_ID, FEEDBACK_OUTCOMES
+from ..format.vocabulary import CLASSIFICATIONS, COMPREHENSION_EFFECTS, COMPREHENSION_ID, DEFAULT_CLASSIFICATION, FEEDBACK_OUTCOMES
 from .fields import EntityId, Field, Reason, Source, moment, text_field
 from .registry import Answer, operation
 from .session import Session
@@ -82,6 +82,36 @@ class New:
     tool: str = "new"
     valid_from: ValidFrom = None
     valid_until: ValidUntil = None
+
+
+@dataclass(frozen=True)
+class Flags:
+    """`New.front` given one key at a time, as the command line gives it (the JSON object's
+    keys, a relation as TYPE=TARGET, a field as KEY=VALUE): `front_of` makes the object."""
+
+    json: Annotated[str | None, Field("Read a JSON object (front matter + optional body) from this file, or - for stdin.",
+                                      placeholder="FILE")] = None
+    source: Annotated[str | None, Field("Who observed: agent/x, agent:x, plugin:telegram, human/alice …")] = None
+    event: Annotated[str | None, Field("One line: what was observed.")] = None
+    type: Annotated[str | None, Field("Event kind, e.g. task.updated.")] = None
+    timestamp: Annotated[str | None, Field("ISO 8601 with a timezone, or a date meaning midnight UTC (default: now).")] = None
+    scope: Annotated[tuple[str, ...], Field("A scope id.")] = ()
+    entity: Annotated[str | None, Field("The entity the facts are about: <type>/<key>.")] = None
+    fields: Annotated[tuple[str, ...], Field("A fact about `entity` (VALUE is JSON when it parses, else text).",
+                                             placeholder="KEY=VALUE")] = ()
+    priority: Annotated[int | None, Field("Source priority: 0 AI extraction, 100 structured (default), 1000 a correction.")] = None
+    specificity: Annotated[float | None, Field("0..1: breaks ties between values of equal priority (default 0).")] = None
+    corrects: Annotated[tuple[str, ...], Field("The observation this one corrects (priority 1000).", placeholder="ID")] = ()
+    retracts: Annotated[tuple[str, ...], Field("The observation this one withdraws.", placeholder="ID")] = ()
+    relations: Annotated[tuple[str, ...], Field("e.g. PART_OF=company/acme.", placeholder="TYPE=TARGET")] = ()
+    tenant: Annotated[str | None, Field("Ownership: org, project, agent, user; the write is judged on what this tenant can see.",
+                                        placeholder="org=…,project=…")] = None
+    classification: Annotated[str | None, Field(f"Who may read it (default {DEFAULT_CLASSIFICATION}).", choices=CLASSIFICATIONS)] = None
+    source_ref: Annotated[str | None, Field("Where the observer found it: a URL, a message id, a file.")] = None
+    interpretation: Annotated[str | None, Field("How the observer read the source, in one line.")] = None
+    trace_ref: Annotated[str | None, Field("The run or trace that produced it.")] = None
+    data: Annotated[str | None, Field("Any JSON payload.", placeholder="JSON")] = None
+    body: Annotated[str | None, Field("Markdown body; - reads it from stdin.")] = None
 
 
 @operation("new", "writes")
