@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from obsrepo.format import document as reader
 from obsrepo.format.document import read_document
 from obsrepo.format.events import CParser
-from test_subset import CORPUS, MUTATIONS, PATH, document, fields, split, yaml_texts
+from test_subset import CORPUS, PATH, document, edits, fields, split, yaml_texts
 
 pytestmark = pytest.mark.skipif(CParser is None, reason="PyYAML built without libyaml")
 READ_APART = ("\t", "\ufeff", "?", "!")
@@ -53,14 +53,7 @@ def inputs() -> list[bytes]:
         if (parts := split(data)) is not None:
             front, rest = parts
             out.extend(document(front[:end] + "\n", rest) for end in range(0, len(front) + 1, 7))
-    rng = random.Random(5)
-    fronts = [parts for _, data in CORPUS if (parts := split(data)) is not None]
-    for _ in range(3000):
-        front, rest = rng.choice(fronts)
-        for _ in range(rng.randint(1, 3)):
-            at = rng.randrange(len(front) + 1)
-            front = front[:at] + rng.choice(MUTATIONS) + front[at + rng.choice([0, 0, 1, 2, 5]):]
-        out.append(document(front, rest))
+    out.extend(edits(random.Random(5), 3000))
     return out
 
 

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from helpers import Repo, observation
 from test_mcp import call, stdio_session
-from test_recall_ranking import wordllama_model  # noqa: F401 - a fixture
+from test_recall_ranking import page, wordllama_model  # noqa: F401 - a fixture
 
 HIKES = [  # the same words in three months; the newest is not the one asked about
     ("obs-20260412-090000-0001", "2026-04-12T09:00:00Z", "We went hiking up the ridge trail."),
@@ -25,12 +25,6 @@ HIKES = [  # the same words in three months; the newest is not the one asked abo
 
 def doc(obs_id: str, timestamp: str, event: str) -> object:
     return observation(obs_id, timestamp, event=event, body="", scope=[f"chat/{obs_id[-4:]}"])  # no neighbours
-
-
-def ranked(repo: Repo, text: str, *args: str, env: dict[str, str] | None = None) -> list[tuple[str, float]]:
-    proc = repo.obsrepo("query", "--text", text, "--format", "json", *args, env=env or {})
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return [(o["id"], o["score"]) for o in json.loads(proc.stdout)["observations"]]
 
 
 @pytest.fixture(scope="module")
@@ -64,16 +58,16 @@ def test_the_periods_a_text_names():
 
 def test_a_named_month_ranks_its_rows_first_and_off_ranks_by_the_words(hikes):
     may, april, june = HIKES[1][0], HIKES[0][0], HIKES[2][0]
-    hinted = ranked(hikes, "where did we go hiking in May 2026")
-    plain = ranked(hikes, "where did we go hiking in May 2026", "--time-hint", "off")
+    hinted = page(hikes, "where did we go hiking in May 2026")
+    plain = page(hikes, "where did we go hiking in May 2026", "--time-hint", "off")
     assert [row for row, _ in plain] == [june, may, april]  # equal scores: newest first
     assert [row for row, _ in hinted] == [may, june, april]
     assert dict(hinted)[may] == round(2 * dict(plain)[may], 6) and dict(hinted)[june] == dict(plain)[june]
     # a period alone raises nothing: the row must match the words (or a neighbour's)
     assert HIKES[3][0] not in dict(hinted)
     # a day, a year: the same rule
-    assert ranked(hikes, "hiking on 7 June 2026")[0][0] == june
-    assert ranked(hikes, "hiking in 2025") == ranked(hikes, "hiking in 2025", "--time-hint", "off")
+    assert page(hikes, "hiking on 7 June 2026")[0][0] == june
+    assert page(hikes, "hiking in 2025") == page(hikes, "hiking in 2025", "--time-hint", "off")
 
 
 def test_the_library_and_mcp_take_the_same_field(hikes):
@@ -85,7 +79,7 @@ def test_the_library_and_mcp_take_the_same_field(hikes):
     try:
         for hint in ("auto", "off"):
             got = run(session, Query(text="hiking in May 2026", time_hint=hint, entity_hint=hint)).to_json()
-            assert [(o["id"], o["score"]) for o in got["observations"]] == ranked(
+            assert [(o["id"], o["score"]) for o in got["observations"]] == page(
                 hikes, "hiking in May 2026", "--time-hint", hint, "--entity-hint", hint)
     finally:
         session.close()
@@ -93,9 +87,9 @@ def test_the_library_and_mcp_take_the_same_field(hikes):
     async def scenario() -> None:
         async with stdio_session(hikes) as client:
             for hint in ("auto", "off"):
-                page = await call(client, "observation_query", mode="json", text="hiking in May 2026", timeHint=hint,
-                                  entityHint=hint)
-                assert [(o["id"], o["score"]) for o in page["observations"]] == ranked(
+                answer = await call(client, "observation_query", mode="json", text="hiking in May 2026", timeHint=hint,
+                                    entityHint=hint)
+                assert [(o["id"], o["score"]) for o in answer["observations"]] == page(
                     hikes, "hiking in May 2026", "--time-hint", hint, "--entity-hint", hint)
 
     anyio.run(scenario)
@@ -116,7 +110,7 @@ def test_hybrid_with_a_real_model_takes_the_hint_whatever_order_the_files_came_i
     for repo in (hikes, permuted):
         assert repo.obsrepo("index", env=env).returncode == 0
     text = "where did we go hiking in May 2026"
-    pages = [ranked(repo, text, "--match", "hybrid", env=env) for repo in (hikes, permuted)]
+    pages = [page(repo, text, "--match", "hybrid", env=env) for repo in (hikes, permuted)]
     assert pages[0] == pages[1]
     assert pages[0][0][0] == HIKES[1][0]
     # ranked by meaning, the hint multiplies the fused score, and the record says by how much
@@ -128,11 +122,11 @@ def test_hybrid_with_a_real_model_takes_the_hint_whatever_order_the_files_came_i
     # the hints are computed for the rows that may reach the page only: every page is a slice of
     # the whole ranking, whatever its size and offset
     for match in ("lexical", "hybrid"):
-        whole = ranked(permuted, text, "--match", match, env=env)
+        whole = page(permuted, text, "--match", match, env=env)
         for limit, offset in ((1, 0), (1, 1), (2, 1), (3, 0)):
-            assert ranked(permuted, text, "--match", match, "--limit", str(limit), "--offset", str(offset),
+            assert page(permuted, text, "--match", match, "--limit", str(limit), "--offset", str(offset),
                           env=env) == whole[offset:offset + limit], (match, limit, offset)
-    off = ranked(hikes, text, "--match", "hybrid", "--time-hint", "off", env=env)
+    off = page(hikes, text, "--match", "hybrid", "--time-hint", "off", env=env)
     assert off[0][0] == HIKES[2][0]
 
 
@@ -147,12 +141,12 @@ def test_a_named_entity_ranks_its_rows_first_and_off_ranks_by_the_words(make_rep
     repo.add(adopted, told, aside)
     repo.commit("speakers")
     text = "Where did Mary Ann adopt the puppy?"
-    hinted, plain = dict(ranked(repo, text)), dict(ranked(repo, text, "--entity-hint", "off"))
-    assert ranked(repo, text)[0][0] == adopted.id
+    hinted, plain = dict(page(repo, text)), dict(page(repo, text, "--entity-hint", "off"))
+    assert page(repo, text)[0][0] == adopted.id
     assert hinted[adopted.id] == round(2 * plain[adopted.id], 6) and hinted[told.id] == plain[told.id]
     assert hinted[aside.id] == round(2 * plain[aside.id], 6)  # its own words reached it: the hint orders it
     assert set(hinted) == set(plain), "a hint never finds a row the words did not"
     # function words name nothing: "the" in a key is no hint
-    assert ranked(repo, "the puppy", "--entity-hint", "off") == ranked(repo, "the puppy")
+    assert page(repo, "the puppy", "--entity-hint", "off") == page(repo, "the puppy")
     proc = repo.obsrepo("query", "--text", "puppy", "--entity-hint", "sometimes")
     assert proc.returncode == 2 and "--entity-hint" in proc.stdout + proc.stderr

@@ -29,14 +29,19 @@ DOCS = [
 
 
 
-@pytest.fixture(scope="module")
-def repo(make_module_repo: Callable[..., Repo]) -> Repo:
-    made = make_module_repo()
-    made.add(*DOCS)
-    made.commit("prices")
+def committed_in_march(made: Repo, docs: list, message: str) -> Repo:
+    """`docs` in one commit, then an empty commit whose committer time is MARCH (the time a
+    bounded period is held to without --as-of)."""
+    made.add(*docs)
+    made.commit(message)
     made.env = {**made.env, "GIT_COMMITTER_DATE": MARCH}
     made.git("commit", "-q", "--allow-empty", "-m", "in March")
     return made
+
+
+@pytest.fixture(scope="module")
+def repo(make_module_repo: Callable[..., Repo]) -> Repo:
+    return committed_in_march(make_module_repo(), DOCS, "prices")
 
 
 def _json(repo: Repo, *args: str) -> Any:

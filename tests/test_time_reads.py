@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from helpers import Repo, hermetic, observation
+from test_time import committed_in_march
 
 NORTHWIND = {"org": "northwind"}
 GLOBEX = {"org": "globex"}
-MARCH = "2026-03-10T00:00:00+00:00"  # the committer time of the last commit (the one before: 2026-02-13)
 IN_MARCH, IN_MAY, IN_FEB = "2026-03-15T00:00:00Z", "2026-05-15T00:00:00Z", "2026-02-01T00:00:00Z"
 
 DOCS = [
@@ -35,12 +35,7 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def repo(make_module_repo: Callable[..., Repo]) -> Repo:
-    made = make_module_repo()
-    made.add(*DOCS)
-    made.commit("acme, bob in March, globex's May")
-    made.env = {**made.env, "GIT_COMMITTER_DATE": MARCH}
-    made.git("commit", "-q", "--allow-empty", "-m", "in March")
-    return made
+    return committed_in_march(make_module_repo(), DOCS, "acme, bob in March, globex's May")
 
 
 def _json(repo: Repo, *args: str) -> Any:
